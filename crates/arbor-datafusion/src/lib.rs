@@ -1,0 +1,91 @@
+//! DataFusion functions for arbor: train and serve decision forests in SQL.
+//!
+//! [`register`] adds to a `SessionContext`:
+//! - `train_forest(label, feature, ... [, 'options'])`, an aggregate returning
+//!   the model as a binary value (`BinaryView`; one model per group with GROUP BY);
+//! - `predict_forest(model, feature, ...)`, the prediction per row, typed like
+//!   the label for classification and Float64 for regression;
+//! - `predict_forest_proba(model, feature, ...)`, class probabilities as `List<Float64>`;
+//! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use datafusion::prelude::SessionContext;
+//! let ctx = SessionContext::new();
+//! arbor_datafusion::register(&ctx);
+//! let sql = "WITH t AS (SELECT CAST(v AS DOUBLE) AS x, v % 2 AS label FROM generate_series(1, 200) AS s(v)),
+//!            m AS (SELECT train_forest(label, x, 'n_trees=5') AS model FROM t)
+//!            SELECT count(*) FROM t, m WHERE predict_forest(m.model, t.x) = t.label";
+//! let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+//! assert_eq!(batches[0].num_rows(), 1);
+//! # });
+//! ```
+
+mod forest_info;
+mod model_cache;
+mod predict_forest;
+mod train_forest;
+
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::prelude::SessionContext;
+
+pub use forest_info::ForestInfo;
+pub use predict_forest::{PredictForest, PredictOutput};
+pub use train_forest::TrainForest;
+
+/// Field metadata key on a model column: the Arrow type `predict_forest` returns.
+pub const PREDICTION_TYPE_KEY: &str = "arbor.prediction_type";
+
+/// Every arbor scalar function.
+pub fn scalar_functions() -> Vec<ScalarUDF> {
+    vec![
+        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Prediction)),
+        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Probabilities)),
+        ScalarUDF::new_from_impl(ForestInfo::new()),
+    ]
+}
+
+/// Every arbor aggregate function.
+pub fn aggregate_functions() -> Vec<AggregateUDF> {
+    vec![AggregateUDF::new_from_impl(TrainForest::new())]
+}
+
+/// Registers arbor's functions on a session.
+pub fn register(ctx: &SessionContext) {
+    for f in scalar_functions() {
+        ctx.register_udf(f);
+    }
+    for f in aggregate_functions() {
+        ctx.register_udaf(f);
+    }
+}
+
+/// Registers arbor's functions on any function registry (e.g. a `SessionState`).
+pub fn register_all(registry: &mut dyn FunctionRegistry) -> datafusion::error::Result<()> {
+    for f in scalar_functions() {
+        registry.register_udf(f.into())?;
+    }
+    for f in aggregate_functions() {
+        registry.register_udaf(f.into())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn function_names_are_unique() {
+        let mut names = HashSet::new();
+        for f in scalar_functions() {
+            assert!(names.insert(f.name().to_owned()), "{}", f.name());
+        }
+        for f in aggregate_functions() {
+            assert!(names.insert(f.name().to_owned()), "{}", f.name());
+        }
+        assert_eq!(names.len(), 4);
+    }
+}

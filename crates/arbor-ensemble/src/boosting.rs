@@ -1,0 +1,182 @@
+//! Gradient boosted trees (seed 004): second-order boosting on the binned
+//! matrix, with shrinkage, `gamma` and `lambda` regularization, row and
+//! feature subsampling, and early stopping on a held-out share of the rows.
+
+use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
+use arbor_quantize::{BinnedMatrix, FeatureColumn, QuantizeParams};
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::dataset::TrainingData;
+use crate::forest::{model_features, normalized, tree_rng};
+use crate::label::Target;
+use crate::loss::{softmax, LossTarget};
+use crate::model::{Boosting, EarlyStopping, Model};
+use crate::tree::Tree;
+use crate::tree_builder::{grow_tree, GrowSettings};
+use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting};
+
+/// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
+const VALIDATION_STREAM: usize = usize::MAX;
+
+/// Trains gradient boosted trees; `on_progress` hears of every round.
+pub fn train_boosting(
+    data: &TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Model> {
+    let task = data.task;
+    params.validate(task)?;
+    let bp = &params.boosting;
+    let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
+    let loss = bp.resolve_loss(task, n_classes)?;
+    let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
+    let n_features = data.columns.len();
+    let features_per_node = bp.features_per_node(n_features)?;
+    let matrix =
+        BinnedMatrix::fit(&data.columns, &QuantizeParams { max_bins: bp.max_bins, min_bin_size: bp.min_bin_size });
+    let n = data.n_rows();
+    let weight: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
+    let target = match &data.target {
+        Target::Classes(labels) => LossTarget::Classes(labels),
+        Target::Values(y) => LossTarget::Values(y),
+    };
+
+    let (train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
+    let base_score = loss.base_score(&target, &train_rows, &weight, outputs);
+    let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
+    let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
+    let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
+    let mut counts = vec![0.0; n];
+    let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
+    let settings = GrowSettings {
+        criterion: Criterion::Newton { lambda: bp.lambda },
+        constraints: SplitConstraints { min_samples_leaf: bp.min_samples_leaf as f64, min_weight_leaf: 0.0 },
+        max_depth: bp.max_depth,
+        min_samples_split: 2.0,
+        features_per_node,
+        impurity_threshold: 0.0,
+        // Gains are G²/(H+λ) sums, twice seed 004's loss reduction; a split must reduce the loss.
+        min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
+        leaf_scale: bp.learning_rate,
+    };
+
+    let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);
+    let mut gain_per_feature = vec![0.0; n_features];
+    let mut best: Option<(usize, f64)> = None;
+    let mut rounds_run = 0;
+    for round in 0..bp.n_rounds {
+        let mut rng = tree_rng(bp.seed, round);
+        let rows = sample_rows(&train_rows, n_sampled, &mut rng);
+        counts.iter_mut().for_each(|c| *c = 0.0);
+        rows.iter().for_each(|&r| counts[r as usize] = 1.0);
+        if loss == Loss::Softmax {
+            proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
+        }
+        let mut round_trees = Vec::with_capacity(outputs);
+        for output in 0..outputs {
+            loss.gradients(&target, &rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+            let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
+            let grown = grow_tree(&matrix, &kernel_target, rows.clone(), &counts, &counts, &settings, &mut rng);
+            for (g, acc) in grown.gain_per_feature.iter().zip(gain_per_feature.iter_mut()) {
+                *acc += g;
+            }
+            round_trees.push((output, grown));
+        }
+        // Scores move only after every output's gradients are taken at the round's start.
+        for (output, grown) in round_trees {
+            for (offset, range) in &grown.leaves {
+                let value = grown.tree.values[*offset];
+                for &r in &grown.rows[range.clone()] {
+                    raw[r as usize * outputs + output] += value;
+                }
+            }
+            let others = train_rows.iter().chain(&valid_rows).filter(|&&r| counts[r as usize] == 0.0);
+            for &r in others {
+                let r = r as usize;
+                raw[r * outputs + output] += grown.tree.values[grown.tree.leaf(|f| raw_value(&data.columns[f], r))];
+            }
+            trees.push(grown.tree);
+        }
+        rounds_run = round + 1;
+
+        let train_loss = loss.value(&target, &train_rows, &weight, &raw, outputs);
+        let valid_loss = (!valid_rows.is_empty()).then(|| loss.value(&target, &valid_rows, &weight, &raw, outputs));
+        on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss: Some(train_loss), valid_loss });
+        if let Some(v) = valid_loss {
+            match best {
+                Some((_, b)) if v >= b => {}
+                _ => best = Some((round, v)),
+            }
+            let (best_round, _) = best.expect("set above");
+            if round - best_round >= bp.early_stopping_rounds {
+                break;
+            }
+        }
+    }
+
+    let early_stopping = best.map(|(best_round, best_loss)| {
+        trees.truncate((best_round + 1) * outputs);
+        EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len() }
+    });
+    let importance = (params.forest.importance != ImportanceKind::None).then(|| normalized(gain_per_feature));
+    Ok(Model {
+        task,
+        algorithm: Algorithm::GradientBoosting,
+        label: data.label.clone(),
+        features: model_features(data, &matrix),
+        trees,
+        voting: Voting::Weighted,
+        importance,
+        oob_error: None,
+        params: params.describe(task, n_features, Some(loss)),
+        training_rows: n as u64,
+        skipped_null_labels: data.skipped_null_labels as u64,
+        boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
+    })
+}
+
+/// Splits rows `0..n` into training and validation rows (sorted), holding out
+/// `fraction` of them when early stopping is on.
+fn hold_out(n: usize, early_stopping_rounds: usize, fraction: f64, seed: u64) -> Result<(Vec<u32>, Vec<u32>)> {
+    let all: Vec<u32> = (0..n as u32).collect();
+    if early_stopping_rounds == 0 {
+        return Ok((all, Vec::new()));
+    }
+    let n_valid = (fraction * n as f64).round() as usize;
+    if n_valid == 0 || n_valid >= n {
+        return Err(ArborError::InvalidOption {
+            key: "validation_fraction".into(),
+            message: format!("{fraction} of {n} rows leaves no rows to validate on or none to train on"),
+        });
+    }
+    let mut rng = tree_rng(seed, VALIDATION_STREAM);
+    let mut valid = sample_rows(&all, n_valid, &mut rng);
+    valid.sort_unstable();
+    let mut is_valid = vec![false; n];
+    valid.iter().for_each(|&r| is_valid[r as usize] = true);
+    Ok((all.into_iter().filter(|&r| !is_valid[r as usize]).collect(), valid))
+}
+
+/// `k` of `rows` drawn without replacement, in ascending order (for memory locality).
+fn sample_rows(rows: &[u32], k: usize, rng: &mut impl Rng) -> Vec<u32> {
+    if k >= rows.len() {
+        return rows.to_vec();
+    }
+    let mut pool = rows.to_vec();
+    for i in 0..k {
+        let j = rng.random_range(i..pool.len());
+        pool.swap(i, j);
+    }
+    pool.truncate(k);
+    pool.sort_unstable();
+    pool
+}
+
+/// The value a tree compares for row `r` of a training column (NaN when missing).
+fn raw_value(column: &FeatureColumn, r: usize) -> f64 {
+    match column {
+        FeatureColumn::Numeric(values) => values[r],
+        FeatureColumn::Categorical { codes, .. } => codes[r].map_or(f64::NAN, |c| f64::from(c + 1)),
+    }
+}

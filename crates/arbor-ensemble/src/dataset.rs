@@ -1,0 +1,195 @@
+//! Training data read from Arrow: label, features and weights, checked once.
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::{cast, filter, is_not_null};
+use arrow::datatypes::{DataType, Float64Type, Schema};
+
+use arbor_quantize::{FeatureColumn, FeatureType, QuantizeError};
+
+use crate::label::{default_task, read_label, LabelInfo, Target};
+use crate::{ArborError, Result, Task};
+
+/// A column by name, as one array per record batch.
+#[derive(Clone, Debug)]
+pub struct NamedColumn {
+    /// The column's name.
+    pub name: String,
+    /// Its arrays, one per batch.
+    pub arrays: Vec<ArrayRef>,
+}
+
+/// A feature's name and Arrow type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureSpec {
+    /// The column's name.
+    pub name: String,
+    /// Its Arrow type.
+    pub data_type: DataType,
+}
+
+/// Everything training reads, checked: non-null labels, readable features,
+/// valid weights.
+#[derive(Clone, Debug)]
+pub struct TrainingData {
+    /// The task, from the caller or the label's type.
+    pub task: Task,
+    /// The label's name, type and classes.
+    pub label: LabelInfo,
+    /// The target per row.
+    pub target: Target,
+    /// The features' names and types.
+    pub features: Vec<FeatureSpec>,
+    /// The features' values.
+    pub columns: Vec<FeatureColumn>,
+    /// Sample weights, when given.
+    pub weights: Option<Vec<f64>>,
+    /// Rows dropped because their label was null.
+    pub skipped_null_labels: usize,
+}
+
+impl TrainingData {
+    /// Reads training data from record batches.
+    ///
+    /// `features` defaults to every column but the label and the weight.
+    pub fn from_batches(
+        schema: &Schema,
+        batches: &[RecordBatch],
+        label: &str,
+        features: Option<&[String]>,
+        weight: Option<&str>,
+        task: Option<Task>,
+    ) -> Result<TrainingData> {
+        let column = |name: &str| -> Result<NamedColumn> {
+            let index = schema.index_of(name).map_err(|_| ArborError::MissingColumn {
+                column: name.to_owned(),
+                available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
+            })?;
+            Ok(NamedColumn { name: name.to_owned(), arrays: batches.iter().map(|b| b.column(index).clone()).collect() })
+        };
+        let label_column = column(label)?;
+        let weight_column = weight.map(column).transpose()?;
+        let feature_names: Vec<String> = match features {
+            Some(names) => names.to_vec(),
+            None => schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .filter(|n| n != label && Some(n.as_str()) != weight)
+                .collect(),
+        };
+        let feature_columns = feature_names.iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
+        let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
+        Self::from_columns(label_column, feature_columns, weight_column, task, data_type)
+    }
+
+    /// Reads training data from named columns. `declared_type` gives a column's
+    /// type when it has no arrays (an empty input), so errors can still name it.
+    pub fn from_columns(
+        label: NamedColumn,
+        features: Vec<NamedColumn>,
+        weight: Option<NamedColumn>,
+        task: Option<Task>,
+        declared_type: impl Fn(&str) -> Option<DataType>,
+    ) -> Result<TrainingData> {
+        let type_of = |c: &NamedColumn| {
+            c.arrays.first().map(|a| a.data_type().clone()).or_else(|| declared_type(&c.name)).unwrap_or(DataType::Null)
+        };
+        if features.is_empty() {
+            return Err(ArborError::Data("no feature columns: name at least one feature besides the label".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for f in &features {
+            if f.name == label.name {
+                return Err(ArborError::Data(format!("column '{}' is the label; it cannot also be a feature", f.name)));
+            }
+            if !seen.insert(f.name.as_str()) {
+                return Err(ArborError::Data(format!("feature column '{}' is listed twice", f.name)));
+            }
+            let data_type = type_of(f);
+            if FeatureType::of(&data_type).is_none() {
+                return Err(QuantizeError::UnsupportedType { column: f.name.clone(), data_type }.into());
+            }
+        }
+        let label_type = type_of(&label);
+        let task = task.unwrap_or_else(|| default_task(&label_type));
+        let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
+        if n_rows == 0 {
+            return Err(ArborError::Data("training data is empty (0 rows)".into()));
+        }
+
+        // Drop rows whose label is null, in every column alike.
+        let mut skipped = 0;
+        let mut keep = Vec::with_capacity(label.arrays.len());
+        for a in &label.arrays {
+            skipped += a.null_count();
+            keep.push(if a.null_count() > 0 { Some(is_not_null(a)?) } else { None });
+        }
+        if skipped == n_rows {
+            return Err(ArborError::Data(format!(
+                "label column '{}' is null in every row ({n_rows} rows); nothing to train on",
+                label.name
+            )));
+        }
+        let drop_nulls = |c: &NamedColumn| -> Result<Vec<ArrayRef>> {
+            c.arrays
+                .iter()
+                .zip(&keep)
+                .map(|(a, k)| match k {
+                    Some(mask) => Ok(filter(a, mask)?),
+                    None => Ok(a.clone()),
+                })
+                .collect()
+        };
+        let (label_info, target) = read_label(&label.name, &drop_nulls(&label)?, task)?;
+        let weights = weight.as_ref().map(|w| read_weights(&w.name, &drop_nulls(w)?)).transpose()?;
+        let mut specs = Vec::with_capacity(features.len());
+        let mut columns = Vec::with_capacity(features.len());
+        for f in &features {
+            specs.push(FeatureSpec { name: f.name.clone(), data_type: type_of(f) });
+            columns.push(FeatureColumn::from_arrays(&f.name, &drop_nulls(f)?)?);
+        }
+        Ok(TrainingData {
+            task,
+            label: label_info,
+            target,
+            features: specs,
+            columns,
+            weights,
+            skipped_null_labels: skipped,
+        })
+    }
+
+    /// Number of training rows (null labels excluded).
+    pub fn n_rows(&self) -> usize {
+        match &self.target {
+            Target::Classes(c) => c.len(),
+            Target::Values(v) => v.len(),
+        }
+    }
+}
+
+fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for a in arrays {
+        if !a.data_type().is_numeric() {
+            return Err(ArborError::Data(format!(
+                "weight column '{name}' has type {}; weights must be numeric",
+                a.data_type()
+            )));
+        }
+        if a.null_count() > 0 {
+            return Err(ArborError::Data(format!("weight column '{name}' holds nulls; every row needs a weight")));
+        }
+        out.extend_from_slice(cast(a, &DataType::Float64)?.as_primitive::<Float64Type>().values());
+    }
+    if let Some(i) = out.iter().position(|w| !w.is_finite() || *w < 0.0) {
+        return Err(ArborError::Data(format!(
+            "weight column '{name}' holds {} at row {i}; weights must be finite and >= 0",
+            out[i]
+        )));
+    }
+    if out.iter().sum::<f64>() <= 0.0 {
+        return Err(ArborError::Data(format!("weight column '{name}' sums to zero")));
+    }
+    Ok(out)
+}

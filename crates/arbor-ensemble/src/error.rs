@@ -1,0 +1,47 @@
+//! The error type of the ensemble crate: every message names the column, key or value at fault.
+
+use arbor_quantize::QuantizeError;
+
+/// Why training, prediction or model decoding failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArborError {
+    /// An option key that arbor does not know.
+    #[error("unknown option '{key}'; accepted keys: {accepted}")]
+    UnknownOption {
+        /// The key as given.
+        key: String,
+        /// The keys arbor accepts, comma separated.
+        accepted: String,
+    },
+    /// An option with a value of the wrong type or out of range.
+    #[error("option '{key}': {message}")]
+    InvalidOption {
+        /// The key.
+        key: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
+    /// The training or prediction data is unusable.
+    #[error("{0}")]
+    Data(String),
+    /// A column named by the caller is not in the data.
+    #[error("column '{column}' not found; available columns: {available}")]
+    MissingColumn {
+        /// The column asked for.
+        column: String,
+        /// The columns there are.
+        available: String,
+    },
+    /// A feature column could not be read.
+    #[error(transparent)]
+    Quantize(#[from] QuantizeError),
+    /// The model bytes are not a valid arbor model.
+    #[error("invalid model: {0}")]
+    Model(String),
+    /// An Arrow compute error.
+    #[error(transparent)]
+    Arrow(#[from] arrow::error::ArrowError),
+}
+
+/// Result with [`ArborError`].
+pub type Result<T, E = ArborError> = std::result::Result<T, E>;

@@ -1,0 +1,150 @@
+//! Random forest training (seed 000): bootstrap sets, trees grown in parallel
+//! with per-tree random streams, and mean-decrease-of-impurity importance.
+
+use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
+use arbor_quantize::{BinnedMatrix, QuantizeParams};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use crate::dataset::TrainingData;
+use crate::label::Target;
+use crate::model::{Feature, Model};
+use crate::tree_builder::{grow_tree, GrowSettings};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
+
+/// The random stream of tree `index`: independent of the thread that grows it
+/// and of how many trees are grown, so a seed always gives the same forest.
+pub fn tree_rng(seed: u64, index: usize) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index as u64);
+    rng
+}
+
+/// Trains a random forest; `on_progress` hears of each tree as it is done.
+pub fn train_forest(
+    data: &TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Model> {
+    let task = data.task;
+    params.validate(task)?;
+    let fp = &params.forest;
+    let n_features = data.columns.len();
+    let m = fp.features_per_node(n_features, task)?;
+    let matrix =
+        BinnedMatrix::fit(&data.columns, &QuantizeParams { max_bins: fp.max_bins, min_bin_size: fp.min_bin_size });
+
+    let target = match &data.target {
+        Target::Classes(labels) => {
+            let n = data.label.classes.as_ref().map_or(0, |c| c.len());
+            KernelTarget::Classes { labels, n_classes: n }
+        }
+        Target::Values(y) => KernelTarget::Values { y },
+    };
+    let criterion = match (fp.criterion, task) {
+        (CriterionKind::Entropy, _) => Criterion::Entropy,
+        (_, Task::Classification) => Criterion::Gini,
+        (_, Task::Regression) => Criterion::Mse,
+    };
+    let n = data.n_rows();
+    let sample_weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+    let n_draws = ((fp.sample_fraction * n as f64).round() as usize).clamp(1, n);
+    let done = AtomicUsize::new(0);
+
+    let trees: Vec<_> = (0..fp.n_trees)
+        .into_par_iter()
+        .map(|t| {
+            let mut rng = tree_rng(fp.seed, t);
+            let mut counts = vec![0.0; n];
+            if fp.bootstrap {
+                for _ in 0..n_draws {
+                    counts[rng.random_range(0..n)] += 1.0;
+                }
+            } else if n_draws == n {
+                counts.fill(1.0);
+            } else {
+                let mut order: Vec<u32> = (0..n as u32).collect();
+                for i in 0..n_draws {
+                    let j = rng.random_range(i..n);
+                    order.swap(i, j);
+                    counts[order[i] as usize] = 1.0;
+                }
+            }
+            let weights: Vec<f64> = counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect();
+            let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
+            let root_weight: f64 = weights.iter().sum();
+            let settings = GrowSettings {
+                criterion,
+                constraints: SplitConstraints {
+                    min_samples_leaf: fp.min_samples_leaf(task) as f64,
+                    min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
+                },
+                max_depth: fp.max_depth,
+                min_samples_split: fp.min_samples_split as f64,
+                features_per_node: m,
+                impurity_threshold: fp.impurity_threshold,
+                min_gain: fp.min_impurity_decrease * root_weight,
+                leaf_scale: 1.0,
+            };
+            let grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, &mut rng);
+            let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+            on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
+            grown
+        })
+        .collect();
+
+    // MDI (seed 000): each tree's impurity decreases, normalized per tree, averaged, normalized.
+    let importance = (fp.importance == ImportanceKind::Mdi).then(|| {
+        let mut total = vec![0.0; n_features];
+        for t in &trees {
+            let sum: f64 = t.gain_per_feature.iter().sum();
+            if sum > 0.0 {
+                for (acc, g) in total.iter_mut().zip(&t.gain_per_feature) {
+                    *acc += g / sum;
+                }
+            }
+        }
+        normalized(total)
+    });
+
+    Ok(Model {
+        task,
+        algorithm: Algorithm::RandomForest,
+        label: data.label.clone(),
+        features: model_features(data, &matrix),
+        trees: trees.into_iter().map(|t| t.tree).collect(),
+        voting: fp.voting,
+        importance,
+        oob_error: None,
+        params: params.describe(task, n_features, None),
+        training_rows: n as u64,
+        skipped_null_labels: data.skipped_null_labels as u64,
+        boosting: None,
+    })
+}
+
+/// The model's view of the training features: names, types and bins.
+pub(crate) fn model_features(data: &TrainingData, matrix: &BinnedMatrix) -> Vec<Feature> {
+    data.features
+        .iter()
+        .zip(matrix.mappers())
+        .map(|(spec, mapper)| Feature {
+            name: spec.name.clone(),
+            data_type: spec.data_type.to_string(),
+            kind: arbor_quantize::FeatureType::of(&spec.data_type).expect("checked when the data was read"),
+            mapper: mapper.clone(),
+        })
+        .collect()
+}
+
+/// `values` scaled to sum to 1 (left as they are when they sum to 0).
+pub(crate) fn normalized(mut values: Vec<f64>) -> Vec<f64> {
+    let sum: f64 = values.iter().sum();
+    if sum > 0.0 {
+        values.iter_mut().for_each(|v| *v /= sum);
+    }
+    values
+}

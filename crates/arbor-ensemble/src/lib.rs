@@ -1,0 +1,73 @@
+//! Decision forests for arbor: training, prediction, and the model format.
+//!
+//! [`TrainingData`] reads and checks Arrow data, [`train`] grows a forest on
+//! its quantized form, and the resulting [`Model`] predicts record batches and
+//! encodes to versioned, checksummed bytes.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
+//! use arbor_ensemble::{train, Model, TrainParams, TrainingData};
+//!
+//! let x: Vec<f64> = (0..200).map(|i| i as f64).collect();
+//! let y: Vec<i64> = x.iter().map(|&v| (v >= 100.0) as i64).collect();
+//! let batch = RecordBatch::try_from_iter([
+//!     ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
+//!     ("label", Arc::new(Int64Array::from(y)) as ArrayRef),
+//! ]).unwrap();
+//! let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, None).unwrap();
+//! let params = TrainParams::parse_options("n_trees=10").unwrap();
+//! let model = train(&data, &params, &|_| {}).unwrap();
+//! let again = Model::from_bytes(&model.to_bytes()).unwrap();
+//! let predictions = again.predict_batch(&batch).unwrap();
+//! assert_eq!(predictions.class_index()[150], 1);
+//! ```
+
+mod boosting;
+mod dataset;
+mod error;
+mod forest;
+mod label;
+mod loss;
+mod model;
+mod model_format;
+mod params;
+mod predict;
+mod summary;
+mod tree;
+mod tree_builder;
+
+pub use boosting::train_boosting;
+pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
+pub use error::{ArborError, Result};
+pub use forest::{train_forest, tree_rng};
+pub use label::{default_task, Classes, LabelInfo, Target};
+pub use model::{Boosting, EarlyStopping, Feature, Model};
+pub use model_format::{fingerprint, FORMAT_VERSION, MAGIC};
+pub use params::{
+    Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
+    TrainParams, Voting, OPTION_KEYS,
+};
+pub use predict::Predictions;
+pub use tree::{Node, SplitTest, Tree, TreeShape};
+
+/// How far training has come, reported after each tree (forest) or round (boosting).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Trees or rounds done.
+    pub done: usize,
+    /// Trees or rounds asked for.
+    pub total: usize,
+    /// Boosting: the mean training loss after this round.
+    pub train_loss: Option<f64>,
+    /// Boosting with early stopping: the mean validation loss after this round.
+    pub valid_loss: Option<f64>,
+}
+
+/// Trains the model `params` ask for; `on_progress` hears of each tree or round.
+pub fn train(data: &TrainingData, params: &TrainParams, on_progress: &(dyn Fn(&Progress) + Sync)) -> Result<Model> {
+    match params.algorithm.0 {
+        Algorithm::RandomForest => train_forest(data, params, on_progress),
+        Algorithm::GradientBoosting => train_boosting(data, params, on_progress),
+    }
+}

@@ -1,0 +1,198 @@
+//! Boosting losses (seed 004): gradients and hessians per row, the base
+//! score, the link from raw scores to predictions, and the loss value that
+//! progress and early stopping report.
+
+use crate::Loss;
+
+/// Smallest hessian used, so a leaf weight `-G / (H + lambda)` stays finite with `lambda = 0`.
+const MIN_HESSIAN: f64 = 1e-16;
+/// Probabilities are clamped this far from 0 and 1 in log losses and log-odds.
+const EPS: f64 = 1e-15;
+
+/// The training target as the losses read it.
+pub(crate) enum LossTarget<'a> {
+    /// Regression responses.
+    Values(&'a [f64]),
+    /// Class index per row.
+    Classes(&'a [u32]),
+}
+
+impl Loss {
+    /// The raw score before any tree: the weighted mean for squared error,
+    /// the log-odds of class 1 for logistic, log class priors for softmax.
+    pub(crate) fn base_score(self, target: &LossTarget<'_>, rows: &[u32], weight: &[f64], outputs: usize) -> Vec<f64> {
+        let total: f64 = rows.iter().map(|&r| weight[r as usize]).sum();
+        match (self, target) {
+            (Loss::Squared, LossTarget::Values(y)) => {
+                let sum: f64 = rows.iter().map(|&r| weight[r as usize] * y[r as usize]).sum();
+                vec![sum / total]
+            }
+            (_, LossTarget::Classes(labels)) => {
+                let n_classes = if self == Loss::Logistic { 2 } else { outputs };
+                let mut share = vec![0.0; n_classes];
+                for &r in rows {
+                    share[labels[r as usize] as usize] += weight[r as usize];
+                }
+                let p: Vec<f64> = share.iter().map(|s| (s / total).clamp(EPS, 1.0 - EPS)).collect();
+                match self {
+                    Loss::Logistic => vec![(p[1] / p[0]).ln()],
+                    _ => p.iter().map(|p| p.ln()).collect(),
+                }
+            }
+            (_, LossTarget::Values(_)) => unreachable!("a classification loss is resolved only for class labels"),
+        }
+    }
+
+    /// Writes `grad[r]`, `hess[r]` of output `output` for each row in `rows`,
+    /// times the row's weight, from raw scores (`outputs` per row) and, for
+    /// softmax, the row's class probabilities in `proba`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gradients(
+        self,
+        target: &LossTarget<'_>,
+        rows: &[u32],
+        weight: &[f64],
+        raw: &[f64],
+        proba: &[f64],
+        output: usize,
+        outputs: usize,
+        grad: &mut [f64],
+        hess: &mut [f64],
+    ) {
+        for &r in rows {
+            let r = r as usize;
+            let w = weight[r];
+            let (g, h) = match (self, target) {
+                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
+                (Loss::Logistic, LossTarget::Classes(labels)) => {
+                    let p = sigmoid(raw[r]);
+                    (p - f64::from(labels[r]), p * (1.0 - p))
+                }
+                (Loss::Softmax, LossTarget::Classes(labels)) => {
+                    let p = proba[r * outputs + output];
+                    let y = f64::from(labels[r] as usize == output);
+                    // K/(K-1) scales the diagonal hessian to the softmax's curvature.
+                    let factor = outputs as f64 / (outputs as f64 - 1.0);
+                    (p - y, factor * p * (1.0 - p))
+                }
+                _ => unreachable!("the loss was resolved for this target"),
+            };
+            grad[r] = w * g;
+            hess[r] = w * h.max(MIN_HESSIAN);
+        }
+    }
+
+    /// Turns one row's raw scores into its prediction: the value, or class
+    /// probabilities (`out` has one slot per class).
+    #[inline]
+    pub(crate) fn link(self, raw: &[f64], out: &mut [f64]) {
+        match self {
+            Loss::Squared => out[0] = raw[0],
+            Loss::Logistic => {
+                let p = sigmoid(raw[0]);
+                out[0] = 1.0 - p;
+                out[1] = p;
+            }
+            Loss::Softmax => softmax(raw, out),
+        }
+    }
+
+    /// Mean loss over `rows` (weighted): squared error, or the log loss.
+    pub(crate) fn value(
+        self,
+        target: &LossTarget<'_>,
+        rows: &[u32],
+        weight: &[f64],
+        raw: &[f64],
+        outputs: usize,
+    ) -> f64 {
+        let mut total = 0.0;
+        let mut weight_sum = 0.0;
+        let mut p = vec![0.0; outputs.max(2)];
+        for &r in rows {
+            let r = r as usize;
+            let loss = match (self, target) {
+                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r]).powi(2),
+                (_, LossTarget::Classes(labels)) => {
+                    self.link(&raw[r * outputs..(r + 1) * outputs], &mut p);
+                    -p[labels[r] as usize].clamp(EPS, 1.0).ln()
+                }
+                _ => unreachable!("the loss was resolved for this target"),
+            };
+            total += weight[r] * loss;
+            weight_sum += weight[r];
+        }
+        if weight_sum > 0.0 {
+            total / weight_sum
+        } else {
+            0.0
+        }
+    }
+}
+
+#[inline]
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// Softmax of `raw` into `out`, shifted by the maximum so no exponent overflows.
+#[inline]
+pub(crate) fn softmax(raw: &[f64], out: &mut [f64]) {
+    let max = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut sum = 0.0;
+    for (o, r) in out.iter_mut().zip(raw) {
+        *o = (r - max).exp();
+        sum += *o;
+    }
+    out.iter_mut().for_each(|o| *o /= sum);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gradients and hessians agree with finite differences of the loss value.
+    #[test]
+    fn derivatives_match_finite_differences() {
+        let rows = [0u32];
+        let w = [1.0];
+        let check = |loss: Loss, target: LossTarget<'_>, outputs: usize, raw: Vec<f64>| {
+            for k in 0..outputs {
+                let mut proba = vec![0.0; outputs.max(2)];
+                loss.link(&raw, &mut proba);
+                let (mut g, mut h) = ([0.0], [0.0]);
+                loss.gradients(&target, &rows, &w, &raw, &proba, k, outputs, &mut g, &mut h);
+                let eps = 1e-5;
+                let at = |d: f64| {
+                    let mut r = raw.clone();
+                    r[k] += d;
+                    loss.value(&target, &rows, &w, &r, outputs)
+                };
+                // squared error's value is (f - y)², so its gradient is half the derivative
+                let scale = if loss == Loss::Squared { 0.5 } else { 1.0 };
+                let numeric_g = scale * (at(eps) - at(-eps)) / (2.0 * eps);
+                assert!((g[0] - numeric_g).abs() < 1e-6, "{loss:?} grad {} vs {numeric_g}", g[0]);
+                let numeric_h = scale * (at(eps) - 2.0 * at(0.0) + at(-eps)) / (eps * eps);
+                let factor = if loss == Loss::Softmax { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
+                assert!((h[0] - factor * numeric_h).abs() < 1e-3, "{loss:?} hess {} vs {numeric_h}", h[0]);
+            }
+        };
+        check(Loss::Squared, LossTarget::Values(&[1.5]), 1, vec![0.25]);
+        check(Loss::Logistic, LossTarget::Classes(&[1]), 1, vec![0.3]);
+        check(Loss::Softmax, LossTarget::Classes(&[2]), 3, vec![0.1, -0.4, 0.7]);
+    }
+
+    #[test]
+    fn base_scores_are_the_optimal_constants() {
+        let rows: Vec<u32> = (0..4).collect();
+        let w = [1.0; 4];
+        let mean = Loss::Squared.base_score(&LossTarget::Values(&[1.0, 2.0, 3.0, 6.0]), &rows, &w, 1);
+        assert_eq!(mean, vec![3.0]);
+        let log_odds = Loss::Logistic.base_score(&LossTarget::Classes(&[0, 1, 1, 1]), &rows, &w, 1);
+        assert!((log_odds[0] - 3f64.ln()).abs() < 1e-12);
+        let priors = Loss::Softmax.base_score(&LossTarget::Classes(&[0, 1, 2, 2]), &rows, &w, 3);
+        let mut p = [0.0; 3];
+        softmax(&priors, &mut p);
+        assert!((p[2] - 0.5).abs() < 1e-12 && (p[0] - 0.25).abs() < 1e-12);
+    }
+}

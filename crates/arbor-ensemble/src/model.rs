@@ -1,0 +1,101 @@
+//! The trained model: everything prediction and inspection need.
+
+use arbor_quantize::{BinMapper, FeatureType};
+use serde::{Deserialize, Serialize};
+
+use crate::label::LabelInfo;
+use crate::tree::Tree;
+use crate::{Algorithm, Loss, Task, Voting};
+
+/// What a boosted model adds to its trees: how their outputs combine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Boosting {
+    /// The loss trained, which fixes how raw scores become predictions.
+    pub loss: Loss,
+    /// The raw score before any tree, per output.
+    pub base_score: Vec<f64>,
+    /// Raw scores per row: the number of classes for softmax, else 1.
+    /// Tree `t` adds its leaf value to output `t % outputs`.
+    pub outputs: usize,
+    /// Early stopping, when it was on.
+    pub early_stopping: Option<EarlyStopping>,
+}
+
+/// What early stopping saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EarlyStopping {
+    /// Rounds trained before stopping.
+    pub rounds_run: usize,
+    /// Rounds kept: the round with the lowest validation loss, counted from 1.
+    pub best_round: usize,
+    /// The validation loss at that round.
+    pub best_loss: f64,
+    /// Rows held out for validation.
+    pub validation_rows: usize,
+}
+
+/// A feature as the model knows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Feature {
+    /// The column's name.
+    pub name: String,
+    /// Its Arrow type in training, as text.
+    pub data_type: String,
+    /// How it is split.
+    pub kind: FeatureType,
+    /// Its bins (numeric edges or categories).
+    pub mapper: BinMapper,
+}
+
+/// A trained forest with its metadata; encode it with [`Model::to_bytes`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// Classification or regression.
+    pub task: Task,
+    /// The algorithm that trained it.
+    pub algorithm: Algorithm,
+    /// The label's name, type and classes.
+    pub label: LabelInfo,
+    /// The features, in the order trees index them.
+    pub features: Vec<Feature>,
+    /// The trees.
+    pub trees: Vec<Tree>,
+    /// How classification votes are combined.
+    pub voting: Voting,
+    /// Importance per feature (sums to 1), when computed.
+    pub importance: Option<Vec<f64>>,
+    /// Out-of-bag error, when computed.
+    pub oob_error: Option<f64>,
+    /// The effective value of every training option.
+    pub params: Vec<(String, String)>,
+    /// Rows trained on.
+    pub training_rows: u64,
+    /// Rows skipped because their label was null.
+    pub skipped_null_labels: u64,
+    /// Gradient boosting's base score and output layout (`None` for forests).
+    pub boosting: Option<Boosting>,
+}
+
+impl Model {
+    /// Outputs per prediction: the number of classes, or 1 for regression.
+    pub fn value_len(&self) -> usize {
+        match (&self.task, &self.label.classes) {
+            (Task::Classification, Some(c)) => c.len(),
+            _ => 1,
+        }
+    }
+
+    /// Numbers per leaf: a class distribution for forest classification, else 1.
+    pub fn leaf_width(&self) -> usize {
+        if self.boosting.is_some() {
+            1
+        } else {
+            self.value_len()
+        }
+    }
+
+    /// The class names, for classification.
+    pub fn class_names(&self) -> Vec<String> {
+        self.label.classes.as_ref().map(|c| c.names()).unwrap_or_default()
+    }
+}

@@ -1,0 +1,196 @@
+//! Prediction: feature columns read through the model's mappers, rows sent
+//! down every tree, votes combined (seed 000 "Prediction").
+
+use std::sync::Arc;
+
+use arbor_quantize::FeatureType;
+use arrow::array::{Array, ArrayRef, Float64Array, RecordBatch};
+use arrow::datatypes::DataType;
+use rayon::prelude::*;
+
+use crate::model::{Boosting, Model};
+use crate::{ArborError, Result, Task, Voting};
+
+/// Rows per parallel work unit.
+const BLOCK: usize = 2048;
+
+/// The model's answer for a set of rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Predictions {
+    /// Outputs per row: class probabilities (classification) or 1 value.
+    pub width: usize,
+    /// Row-major outputs, `width` per row.
+    pub values: Vec<f64>,
+}
+
+impl Predictions {
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.values.len() / self.width.max(1)
+    }
+
+    /// Most probable class per row (the lowest index on ties).
+    pub fn class_index(&self) -> Vec<u32> {
+        self.values
+            .chunks_exact(self.width)
+            .map(|p| p.iter().enumerate().fold(0, |best, (i, v)| if *v > p[best] { i } else { best }) as u32)
+            .collect()
+    }
+}
+
+impl Model {
+    /// Reads the model's features from `batch` by name, checking their types.
+    pub fn feature_arrays(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+        let schema = batch.schema();
+        self.features
+            .iter()
+            .map(|f| {
+                let i = schema.index_of(&f.name).map_err(|_| ArborError::MissingColumn {
+                    column: f.name.clone(),
+                    available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
+                })?;
+                Ok(batch.column(i).clone())
+            })
+            .collect()
+    }
+
+    /// Checks that a column of `data_type` can feed feature `index`.
+    pub fn check_feature_type(&self, index: usize, data_type: &DataType) -> Result<()> {
+        let f = &self.features[index];
+        let given = FeatureType::of(data_type);
+        let fits = match f.kind {
+            FeatureType::Categorical => given == Some(FeatureType::Categorical),
+            FeatureType::Numeric | FeatureType::Boolean => {
+                matches!(given, Some(FeatureType::Numeric | FeatureType::Boolean))
+            }
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(ArborError::Data(format!(
+                "feature '{}' was {} ({}) in training, but the input column has type {data_type}",
+                f.name,
+                f.kind.name(),
+                f.data_type
+            )))
+        }
+    }
+
+    /// Predicts rows given one array per model feature, in model order.
+    pub fn predict_arrays(&self, arrays: &[ArrayRef]) -> Result<Predictions> {
+        if arrays.len() != self.features.len() {
+            return Err(ArborError::Data(format!(
+                "the model has {} features ({}), but {} columns were given",
+                self.features.len(),
+                self.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                arrays.len()
+            )));
+        }
+        let n_rows = arrays.first().map_or(0, |a| a.len());
+        let mut columns = Vec::with_capacity(arrays.len());
+        for (i, (f, a)) in self.features.iter().zip(arrays).enumerate() {
+            self.check_feature_type(i, a.data_type())?;
+            columns.push(f.mapper.raw_values(&f.name, a)?);
+        }
+        Ok(self.predict_columns(&columns, n_rows))
+    }
+
+    /// Predicts every row of `batch` (features found by name).
+    pub fn predict_batch(&self, batch: &RecordBatch) -> Result<Predictions> {
+        self.predict_arrays(&self.feature_arrays(batch)?)
+    }
+
+    /// Predicts from raw feature values (column-major, NaN for missing;
+    /// categories as their 1-based bin).
+    pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
+        let width = self.value_len();
+        let mut values = vec![0.0; n_rows * width];
+        values.par_chunks_mut(BLOCK * width).enumerate().for_each(|(block, out)| {
+            let start = block * BLOCK;
+            match &self.boosting {
+                Some(boosting) => self.boosted_block(boosting, columns, start, out),
+                None => self.forest_block(columns, start, out),
+            }
+        });
+        Predictions { width, values }
+    }
+
+    /// A forest's votes for a block of rows starting at `start` (seed 000 "Inference").
+    fn forest_block(&self, columns: &[Vec<f64>], start: usize, out: &mut [f64]) {
+        let width = self.value_len();
+        let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;
+        for tree in &self.trees {
+            for (i, row_out) in out.chunks_exact_mut(width).enumerate() {
+                let row = start + i;
+                let leaf = tree.leaf(|f| columns[f][row]);
+                let leaf_values = &tree.values[leaf..leaf + width];
+                if unweighted {
+                    let winner = leaf_values
+                        .iter()
+                        .enumerate()
+                        .fold(0, |best, (c, v)| if *v > leaf_values[best] { c } else { best });
+                    row_out[winner] += 1.0;
+                } else {
+                    for (o, v) in row_out.iter_mut().zip(leaf_values) {
+                        *o += v;
+                    }
+                }
+            }
+        }
+        let n_trees = self.trees.len() as f64;
+        out.iter_mut().for_each(|v| *v /= n_trees);
+    }
+
+    /// A boosted model's outputs for a block of rows: raw scores summed over
+    /// the trees, then the loss's link (identity, sigmoid or softmax).
+    fn boosted_block(&self, boosting: &Boosting, columns: &[Vec<f64>], start: usize, out: &mut [f64]) {
+        let width = self.value_len();
+        let k = boosting.outputs;
+        let n = out.len() / width;
+        let mut raw = vec![0.0; n * k];
+        for row_raw in raw.chunks_exact_mut(k) {
+            row_raw.copy_from_slice(&boosting.base_score);
+        }
+        for (t, tree) in self.trees.iter().enumerate() {
+            let output = t % k;
+            for i in 0..n {
+                let row = start + i;
+                raw[i * k + output] += tree.values[tree.leaf(|f| columns[f][row])];
+            }
+        }
+        for (row_out, row_raw) in out.chunks_exact_mut(width).zip(raw.chunks_exact(k)) {
+            boosting.loss.link(row_raw, row_out);
+        }
+    }
+
+    /// The prediction column: the label's type for classification, Float64 for regression.
+    pub fn prediction_array(&self, predictions: &Predictions) -> Result<ArrayRef> {
+        match (&self.task, &self.label.classes) {
+            (Task::Classification, Some(classes)) => {
+                classes.take(&predictions.class_index(), &self.label.arrow_type()?)
+            }
+            _ => Ok(Arc::new(Float64Array::from(predictions.values.clone()))),
+        }
+    }
+
+    /// The Arrow type of the prediction column.
+    pub fn prediction_type(&self) -> Result<DataType> {
+        match self.task {
+            Task::Classification => self.label.arrow_type(),
+            Task::Regression => Ok(DataType::Float64),
+        }
+    }
+
+    /// One probability column per class, in class order (classification only).
+    pub fn proba_arrays(&self, predictions: &Predictions) -> Vec<ArrayRef> {
+        if self.task != Task::Classification {
+            return Vec::new();
+        }
+        let w = predictions.width;
+        (0..w)
+            .map(|c| {
+                Arc::new(Float64Array::from_iter_values(predictions.values.chunks_exact(w).map(|p| p[c]))) as ArrayRef
+            })
+            .collect()
+    }
+}

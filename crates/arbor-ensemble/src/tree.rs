@@ -1,0 +1,141 @@
+//! A decision tree: split nodes with numeric or categorical tests, and leaves.
+
+use serde::{Deserialize, Serialize};
+
+/// The test of a split node: true sends the row left.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SplitTest {
+    /// `x <= threshold`, on the raw value of a numeric feature.
+    LessOrEqual(f64),
+    /// Bit `b` set: category bin `b` (1-based category index) goes left.
+    InCategories(Vec<u64>),
+}
+
+impl SplitTest {
+    /// Does a non-missing value `x` go left?
+    #[inline]
+    pub fn goes_left(&self, x: f64) -> bool {
+        match self {
+            SplitTest::LessOrEqual(t) => x <= *t,
+            SplitTest::InCategories(words) => {
+                let b = x as usize;
+                words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+            }
+        }
+    }
+}
+
+/// One node of a tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Node {
+    /// An internal node.
+    Split {
+        /// Index of the feature tested.
+        feature: u32,
+        /// The test.
+        test: SplitTest,
+        /// Where missing values (and unseen categories) go.
+        default_left: bool,
+        /// Index of the left child (always greater than this node's).
+        left: u32,
+        /// Index of the right child (always greater than this node's).
+        right: u32,
+    },
+    /// A leaf.
+    Leaf {
+        /// Offset of the leaf's output in [`Tree::values`].
+        value: u32,
+    },
+}
+
+/// A binary decision tree; node 0 is the root.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    /// The nodes; children always come after their parent.
+    pub nodes: Vec<Node>,
+    /// Leaf outputs: `value_len` numbers per leaf (class distribution or value).
+    pub values: Vec<f64>,
+}
+
+/// Size and shape of a tree, for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeShape {
+    /// All nodes.
+    pub nodes: usize,
+    /// Leaves.
+    pub leaves: usize,
+    /// Longest root-to-leaf path in edges.
+    pub depth: usize,
+}
+
+impl Tree {
+    /// Offset of the leaf output reached by a row; `value(f)` is the row's value of feature `f`
+    /// (NaN when missing).
+    #[inline]
+    pub fn leaf(&self, value: impl Fn(usize) -> f64) -> usize {
+        let mut i = 0;
+        loop {
+            match &self.nodes[i] {
+                Node::Leaf { value } => return *value as usize,
+                Node::Split { feature, test, default_left, left, right } => {
+                    let x = value(*feature as usize);
+                    let go_left = if x.is_nan() { *default_left } else { test.goes_left(x) };
+                    i = if go_left { *left } else { *right } as usize;
+                }
+            }
+        }
+    }
+
+    /// Node count, leaf count and depth.
+    pub fn shape(&self) -> TreeShape {
+        let mut depth = vec![0usize; self.nodes.len()];
+        let mut shape = TreeShape { nodes: self.nodes.len(), leaves: 0, depth: 0 };
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node {
+                Node::Leaf { .. } => {
+                    shape.leaves += 1;
+                    shape.depth = shape.depth.max(depth[i]);
+                }
+                Node::Split { left, right, .. } => {
+                    depth[*left as usize] = depth[i] + 1;
+                    depth[*right as usize] = depth[i] + 1;
+                }
+            }
+        }
+        shape
+    }
+
+    /// Checks the structure so traversal can never go out of bounds or loop:
+    /// children after parents and in range, leaf outputs in range, features below `n_features`.
+    pub fn validate(&self, n_features: usize, value_len: usize) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("a tree has no nodes".into());
+        }
+        let n = self.nodes.len();
+        let mut parents = vec![0u32; n];
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node {
+                Node::Leaf { value } => {
+                    if *value as usize + value_len > self.values.len() {
+                        return Err(format!("leaf {i} points past the tree's values"));
+                    }
+                }
+                Node::Split { feature, left, right, .. } => {
+                    if *feature as usize >= n_features {
+                        return Err(format!("node {i} tests feature {feature}, but the model has {n_features}"));
+                    }
+                    for &c in [left, right] {
+                        if c as usize <= i || c as usize >= n || left == right {
+                            return Err(format!("node {i} has an invalid child {c}"));
+                        }
+                        parents[c as usize] += 1;
+                    }
+                }
+            }
+        }
+        if let Some(i) = parents.iter().skip(1).position(|&p| p != 1) {
+            return Err(format!("node {} has {} parents", i + 1, parents[i + 1]));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,227 @@
+//! Gradient boosted trees on the bundled data: the accuracy floors of the
+//! boosting issue against LightGBM and XGBoost's reference numbers
+//! (`data/README.md`), each parameter's effect, early stopping, softmax,
+//! determinism and the model round trip.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_ensemble::{train, Model, Node, TrainParams, TrainingData};
+use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{Float64Type, Int64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn read(name: &str) -> RecordBatch {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+    let schema = builder.schema().clone();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    concat_batches(&schema, &batches).unwrap()
+}
+
+fn fit(batch: &RecordBatch, options: &str) -> Model {
+    let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}")).unwrap();
+    let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, params.task).unwrap();
+    train(&data, &params, &|_| {}).unwrap()
+}
+
+/// Area under the ROC curve of `score` for binary `truth`, ties counted half.
+fn auc(score: &[f64], truth: &[i64]) -> f64 {
+    let mut order: Vec<usize> = (0..score.len()).collect();
+    order.sort_by(|&a, &b| score[a].total_cmp(&score[b]));
+    let (mut rank_sum, mut i) = (0.0, 0);
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && score[order[j + 1]] == score[order[i]] {
+            j += 1;
+        }
+        let mid_rank = (i + j) as f64 / 2.0 + 1.0;
+        rank_sum += (i..=j).filter(|&k| truth[order[k]] == 1).count() as f64 * mid_rank;
+        i = j + 1;
+    }
+    let pos = truth.iter().filter(|&&t| t == 1).count() as f64;
+    let neg = truth.len() as f64 - pos;
+    (rank_sum - pos * (pos + 1.0) / 2.0) / (pos * neg)
+}
+
+fn labels_i64(batch: &RecordBatch) -> Vec<i64> {
+    let label =
+        arrow::compute::cast(batch.column_by_name("label").unwrap(), &arrow::datatypes::DataType::Int64).unwrap();
+    label.as_primitive::<Int64Type>().values().to_vec()
+}
+
+fn rmse(model: &Model, test: &RecordBatch) -> f64 {
+    let p = model.predict_batch(test).unwrap();
+    let y = test.column_by_name("label").unwrap().as_primitive::<Float64Type>();
+    (p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
+}
+
+fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
+    let predicted = model.predict_batch(test).unwrap().class_index();
+    let truth = labels_i64(test);
+    let classes = model.class_names();
+    let hits = predicted.iter().zip(&truth).filter(|(p, t)| classes[**p as usize] == t.to_string()).count();
+    hits as f64 / truth.len() as f64
+}
+
+/// Seed 004 defaults on all 261,876 flights: LightGBM reaches AUC 0.9314, XGBoost 0.9318.
+#[test]
+fn flights_auc_matches_lightgbm_and_xgboost() {
+    let model = fit(&read("flights_cls_train.parquet"), "");
+    let test = read("flights_cls_test.parquet");
+    let p = model.predict_batch(&test).unwrap();
+    let score: Vec<f64> = p.values.chunks_exact(2).map(|c| c[1]).collect();
+    let auc = auc(&score, &labels_i64(&test));
+    assert!(auc >= 0.9294, "AUC {auc}");
+    assert_eq!(model.trees.len(), 50, "one tree per round for the logistic loss");
+    assert!(model.trees.iter().all(|t| t.shape().depth <= 6));
+}
+
+/// XGBoost reaches RMSE 0.0932 and LightGBM 0.0931 on ln(price).
+#[test]
+fn diamonds_rmse_matches_xgboost() {
+    let model = fit(&read("diamonds_reg_train.parquet"), "");
+    let rmse = rmse(&model, &read("diamonds_reg_test.parquet"));
+    assert!(rmse <= 0.0960, "RMSE {rmse}");
+}
+
+/// Ten classes with softmax: one tree per class per round; XGBoost reaches 0.964.
+#[test]
+fn digits_softmax_is_accurate() {
+    let model = fit(&read("digits_cls_train.parquet"), "");
+    let test = read("digits_cls_test.parquet");
+    assert_eq!(model.trees.len(), 50 * 10);
+    let acc = accuracy(&model, &test);
+    assert!(acc >= 0.96, "accuracy {acc}");
+    let p = model.predict_batch(&test).unwrap();
+    for row in p.values.chunks_exact(10) {
+        assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9, "probabilities sum to 1");
+    }
+}
+
+/// The sum of absolute leaf values of a model's trees.
+fn leaf_mass(model: &Model) -> f64 {
+    model.trees.iter().flat_map(|t| t.values.iter()).map(|v| v.abs()).sum()
+}
+
+fn nodes(model: &Model) -> usize {
+    model.trees.iter().map(|t| t.nodes.len()).sum()
+}
+
+#[test]
+fn each_parameter_has_its_effect() {
+    let train_batch = read("diamonds_reg_train.parquet").slice(0, 5_000);
+    let test = read("diamonds_reg_test.parquet").slice(0, 2_000);
+    let base = fit(&train_batch, "n_rounds=20");
+
+    let more = fit(&train_batch, "n_rounds=40");
+    assert_eq!(more.trees.len(), 40);
+    assert!(rmse(&more, &train_batch) < rmse(&base, &train_batch), "more rounds fit the training data closer");
+
+    let shallow = fit(&train_batch, "n_rounds=20 max_depth=2");
+    assert!(shallow.trees.iter().all(|t| t.shape().depth <= 2));
+    let unlimited = fit(&train_batch, "n_rounds=5 max_depth=0");
+    assert!(unlimited.trees.iter().any(|t| t.shape().depth > 6), "max_depth=0 is unlimited");
+
+    // The first tree's leaves scale with the learning rate exactly.
+    let slow = fit(&train_batch, "n_rounds=1 learning_rate=0.1");
+    let fast = fit(&train_batch, "n_rounds=1 learning_rate=0.3");
+    assert_eq!(slow.trees[0].nodes, fast.trees[0].nodes);
+    for (s, f) in slow.trees[0].values.iter().zip(&fast.trees[0].values) {
+        assert!((3.0 * s - f).abs() < 1e-12);
+    }
+
+    let ridge = fit(&train_batch, "n_rounds=1 lambda=1000");
+    assert!(leaf_mass(&ridge) < 0.5 * leaf_mass(&fast), "lambda shrinks leaf weights");
+
+    let gamma = fit(&train_batch, "n_rounds=20 min_split_loss=5");
+    assert!(nodes(&gamma) < nodes(&base) / 2, "gamma prunes splits: {} vs {}", nodes(&gamma), nodes(&base));
+
+    let big_leaves = fit(&train_batch, "n_rounds=20 min_samples_leaf=200");
+    assert!(nodes(&big_leaves) < nodes(&base));
+    assert!(big_leaves.trees.iter().all(|t| t.shape().leaves <= 5_000 / 200));
+
+    let sampled = fit(&train_batch, "n_rounds=20 sample_fraction=0.5");
+    assert_ne!(sampled.to_bytes(), base.to_bytes());
+    assert!(rmse(&sampled, &test) < 1.2 * rmse(&base, &test));
+
+    let one_feature = fit(&train_batch, "n_rounds=20 max_features=1");
+    assert_ne!(one_feature.to_bytes(), base.to_bytes());
+    let split_features = |m: &Model| {
+        let mut used = std::collections::BTreeSet::new();
+        for t in &m.trees {
+            for n in &t.nodes {
+                if let Node::Split { feature, .. } = n {
+                    used.insert(*feature);
+                }
+            }
+        }
+        used.len()
+    };
+    assert!(split_features(&one_feature) >= 5, "a random feature per node spreads the splits");
+
+    let coarse = fit(&train_batch, "n_rounds=20 max_bins=4");
+    assert!(rmse(&coarse, &test) > rmse(&base, &test), "4 bins lose resolution");
+}
+
+#[test]
+fn early_stopping_keeps_the_best_round() {
+    let batch = read("cancer_cls_train.parquet");
+    let model = fit(&batch, "n_rounds=300 learning_rate=0.5 early_stopping_rounds=5 validation_fraction=0.2");
+    let stop = model.boosting.as_ref().unwrap().early_stopping.clone().unwrap();
+    assert!(stop.rounds_run < 300, "a small data set stops early: {stop:?}");
+    assert_eq!(stop.rounds_run, stop.best_round + 5);
+    assert_eq!(model.trees.len(), stop.best_round);
+    assert_eq!(stop.validation_rows, 91);
+    let json = model.summary_json();
+    assert_eq!(json["boosting"]["early_stopping"]["best_round"], stop.best_round);
+    assert!(accuracy(&model, &read("cancer_cls_test.parquet")) > 0.93);
+}
+
+#[test]
+fn same_seed_same_bytes_on_any_thread_count() {
+    let batch = read("flights_cls_train.parquet").slice(0, 20_000);
+    let on = |threads: usize, options: &str| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| fit(&batch, options).to_bytes())
+    };
+    let options = "n_rounds=10 sample_fraction=0.7 max_features=6";
+    let one = on(1, options);
+    assert_eq!(one, on(2, options));
+    assert_eq!(one, on(4, options));
+    assert_ne!(one, on(2, "n_rounds=10 sample_fraction=0.7 max_features=6 seed=1"));
+}
+
+#[test]
+fn boosted_models_round_trip() {
+    let batch = read("digits_cls_train.parquet").slice(0, 400);
+    let model = fit(&batch, "n_rounds=3");
+    let back = Model::from_bytes(&model.to_bytes()).unwrap();
+    assert_eq!(back, model);
+    assert_eq!(back.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+}
+
+/// A base score from the label mean: one round with a learning rate near 0 predicts the mean.
+#[test]
+fn base_score_is_the_label_mean() {
+    let y: Vec<f64> = (0..100).map(|i| f64::from(i % 7)).collect();
+    let mean = y.iter().sum::<f64>() / 100.0;
+    let x = Float64Array::from_iter_values((0..100).map(f64::from));
+    let batch = RecordBatch::try_from_iter([
+        ("x", Arc::new(x) as ArrayRef),
+        ("label", Arc::new(Float64Array::from(y)) as ArrayRef),
+    ])
+    .unwrap();
+    let model = fit(&batch, "n_rounds=1 learning_rate=0.000001");
+    assert!((model.boosting.as_ref().unwrap().base_score[0] - mean).abs() < 1e-12);
+    let p = model.predict_batch(&batch).unwrap();
+    assert!(p.values.iter().all(|v| (v - mean).abs() < 1e-4));
+    let labels = Int64Array::from_iter_values((0..100).map(|i| i64::from(i % 4 == 0)));
+    let batch =
+        RecordBatch::try_from_iter([("x", batch.column(0).clone()), ("label", Arc::new(labels) as ArrayRef)]).unwrap();
+    let model = fit(&batch, "n_rounds=1 learning_rate=0.000001");
+    let p = model.predict_batch(&batch).unwrap();
+    assert!((p.values[1] - 0.25).abs() < 1e-4, "the class-1 share: {}", p.values[1]);
+}

@@ -1,0 +1,186 @@
+//! Random forest behaviour on real data (bundled NYC flights and diamonds subsets)
+//! and on small synthetic tables where the right answer is known.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_ensemble::{train, Model, Task, TrainParams, TrainingData};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{Int32Type, Int64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn data_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
+}
+
+/// The first `rows` rows of a bundled Parquet file, as one batch.
+fn read(name: &str, rows: usize) -> RecordBatch {
+    let file = File::open(data_path(name)).unwrap();
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let schema = builder.schema().clone();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    let all = concat_batches(&schema, &batches).unwrap();
+    all.slice(0, rows.min(all.num_rows()))
+}
+
+fn fit(batch: &RecordBatch, options: &str) -> Model {
+    let params = TrainParams::parse_options(options).unwrap();
+    let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, params.task).unwrap();
+    train(&data, &params, &|_| {}).unwrap()
+}
+
+fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
+    let p = model.predict_batch(test).unwrap();
+    let predicted = model.prediction_array(&p).unwrap();
+    let truth = test.column_by_name("label").unwrap();
+    let predicted = arrow::compute::cast(&predicted, &arrow::datatypes::DataType::Int64).unwrap();
+    let truth = arrow::compute::cast(truth, &arrow::datatypes::DataType::Int64).unwrap();
+    let (predicted, truth) = (predicted.as_primitive::<Int64Type>(), truth.as_primitive::<Int64Type>());
+    (0..truth.len()).filter(|&i| predicted.value(i) == truth.value(i)).count() as f64 / truth.len() as f64
+}
+
+#[test]
+fn flights_subset_classification_is_accurate() {
+    let train_batch = read("flights_cls_train.parquet", 30_000);
+    let test = read("flights_cls_test.parquet", 10_000);
+    let model = fit(&train_batch, "n_trees=20");
+    let acc = accuracy(&model, &test);
+    // scikit-learn reaches 0.899 with 100 trees on all 262k rows; a small forest
+    // on 30k rows must still be well above the 0.80 majority-class rate.
+    assert!(acc > 0.87, "accuracy {acc}");
+    assert_eq!(model.task, Task::Classification);
+    let importance = model.importance.as_ref().unwrap();
+    assert!((importance.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    let dep_delay = model.features.iter().position(|f| f.name == "dep_delay").unwrap();
+    let top = (0..importance.len()).max_by(|&a, &b| importance[a].total_cmp(&importance[b])).unwrap();
+    assert_eq!(top, dep_delay, "departure delay drives arrival delay: {importance:?}");
+}
+
+#[test]
+fn diamonds_subset_regression_is_accurate() {
+    let train_batch = read("diamonds_reg_train.parquet", 10_000);
+    let test = read("diamonds_reg_test.parquet", 3_000);
+    let model = fit(&train_batch, "n_trees=20 max_features=3");
+    assert_eq!(model.task, Task::Regression, "a Float64 label means regression");
+    let p = model.predict_batch(&test).unwrap();
+    let y = test.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
+    let mse: f64 = p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64;
+    // scikit-learn: RMSE 0.1044 on the full data; the subset costs a little.
+    assert!(mse.sqrt() < 0.14, "rmse {}", mse.sqrt());
+}
+
+#[test]
+fn same_seed_same_bytes_on_any_thread_count() {
+    let batch = read("flights_cls_train.parquet", 5_000);
+    let on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| fit(&batch, "n_trees=8 seed=42").to_bytes())
+    };
+    let one = on(1);
+    assert_eq!(one, on(2));
+    assert_eq!(one, on(3));
+    let other_seed = fit(&batch, "n_trees=8 seed=43").to_bytes();
+    assert_ne!(one, other_seed, "the seed must matter");
+}
+
+#[test]
+fn model_bytes_round_trip() {
+    let batch = read("diamonds_reg_train.parquet", 3_000);
+    let model = fit(&batch, "n_trees=5");
+    let bytes = model.to_bytes();
+    let back = Model::from_bytes(&bytes).unwrap();
+    assert_eq!(back, model);
+    assert_eq!(back.to_bytes(), bytes);
+    assert_eq!(back.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+}
+
+#[test]
+fn corrupt_model_bytes_are_errors_not_panics() {
+    let batch = read("cancer_cls_train.parquet", 200);
+    let bytes = fit(&batch, "n_trees=3").to_bytes();
+    for cut in [0, 5, 27, 28, bytes.len() / 2, bytes.len() - 1] {
+        let e = Model::from_bytes(&bytes[..cut]).unwrap_err().to_string();
+        assert!(e.contains("invalid model"), "{e}");
+    }
+    let mut flipped = bytes.clone();
+    let i = flipped.len() / 3;
+    flipped[i] ^= 0x40;
+    assert!(Model::from_bytes(&flipped).unwrap_err().to_string().contains("checksum"));
+    let mut wrong_magic = bytes.clone();
+    wrong_magic[0] = b'X';
+    assert!(Model::from_bytes(&wrong_magic).unwrap_err().to_string().contains("not an arbor model"));
+    let mut future = bytes.clone();
+    future[8] = 99;
+    assert!(Model::from_bytes(&future).unwrap_err().to_string().contains("version 99"));
+}
+
+/// A table where the label depends only on the category: {a, c} -> 1, {b, d} -> 0.
+/// One-vs-rest splits need two levels; a subset split separates it at the root.
+#[test]
+fn categorical_features_split_by_subsets() {
+    let cats = ["a", "b", "c", "d"];
+    let n = 400;
+    let color: StringArray = (0..n).map(|i| Some(cats[i % 4])).collect();
+    let label = Int64Array::from_iter_values((0..n).map(|i| (i % 4 % 2 == 0) as i64));
+    let noise = Float64Array::from_iter_values((0..n).map(|i| ((i * 7919) % 101) as f64));
+    let batch = RecordBatch::try_from_iter([
+        ("color", Arc::new(color) as ArrayRef),
+        ("noise", Arc::new(noise) as ArrayRef),
+        ("label", Arc::new(label) as ArrayRef),
+    ])
+    .unwrap();
+    let model = fit(&batch, "n_trees=1 bootstrap=false max_features=all max_depth=1");
+    assert_eq!(model.trees[0].nodes.len(), 3, "one split");
+    assert_eq!(accuracy(&model, &batch), 1.0, "one subset split separates the classes");
+}
+
+/// Missing values learn a direction: rows with a null `x` behave like large `x`.
+#[test]
+fn missing_values_go_to_a_learned_side() {
+    let n = 600;
+    let x: Float64Array = (0..n)
+        .map(|i| match i % 3 {
+            0 => None,           // missing: label 1
+            1 => Some(f64::NAN), // NaN is missing too: label 1
+            _ => Some((i % 50) as f64),
+        })
+        .collect();
+    let label = Int64Array::from_iter_values((0..n).map(|i| (i % 3 != 2 || i % 50 >= 25) as i64));
+    let batch =
+        RecordBatch::try_from_iter([("x", Arc::new(x) as ArrayRef), ("label", Arc::new(label) as ArrayRef)]).unwrap();
+    let model = fit(&batch, "n_trees=5 bootstrap=false min_bin_size=1");
+    assert_eq!(accuracy(&model, &batch), 1.0);
+    let probe = RecordBatch::try_from_iter([(
+        "x",
+        Arc::new(Float64Array::from(vec![None, Some(1.0), Some(40.0)])) as ArrayRef,
+    )])
+    .unwrap();
+    let classes = model.predict_batch(&probe).unwrap().class_index();
+    assert_eq!(classes, vec![1, 0, 1]);
+}
+
+#[test]
+fn string_labels_come_back_as_strings() {
+    let batch = read("cancer_cls_train.parquet", 455);
+    let names: StringArray = batch
+        .column_by_name("label")
+        .unwrap()
+        .as_primitive::<Int32Type>()
+        .iter()
+        .map(|v| v.map(|v| if v == 1 { "benign" } else { "malignant" }))
+        .collect();
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    let idx = batch.schema().index_of("label").unwrap();
+    columns[idx] = Arc::new(names.clone());
+    let mut fields: Vec<_> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields[idx] = arrow::datatypes::Field::new("label", arrow::datatypes::DataType::Utf8, true);
+    let batch = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
+    let model = fit(&batch, "n_trees=10");
+    assert_eq!(model.class_names(), vec!["benign", "malignant"]);
+    let predicted = model.prediction_array(&model.predict_batch(&batch).unwrap()).unwrap();
+    let predicted = predicted.as_string::<i32>();
+    let agree = (0..names.len()).filter(|&i| predicted.value(i) == names.value(i)).count();
+    assert!(agree as f64 / names.len() as f64 > 0.97, "training accuracy {agree}/{}", names.len());
+}

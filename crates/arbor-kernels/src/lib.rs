@@ -1,0 +1,32 @@
+//! Histogram, split-scan and partition kernels for arbor's tree training.
+//!
+//! Every hot loop of training lives here, behind one runtime-dispatch seam
+//! ([`dispatch`]): kernels are [`pulp::WithSimd`] values, so `pulp::Arch`
+//! compiles them for each instruction set and picks the best one the CPU has.
+//! The crate knows bins, rows and statistics, not trees.
+//!
+//! ```
+//! use arbor_kernels::{best_split, build_histogram, Criterion, SplitConstraints, SplitRule, Target};
+//! use arbor_quantize::BinColumn;
+//!
+//! // four rows in bins 1,1,2,2 with classes 0,0,1,1: the split "bin <= 1" is pure
+//! let bins = BinColumn::U8(vec![1, 1, 2, 2]);
+//! let target = Target::Classes { labels: &[0, 0, 1, 1], n_classes: 2 };
+//! let weights = [1.0; 4];
+//! let mut hist = vec![0.0; 3 * target.stride()];
+//! build_histogram(&bins, &[0, 1, 2, 3], &weights, &weights, &target, &mut hist);
+//! let split = best_split(&hist, target.stride(), Criterion::Gini, &SplitConstraints::default(), false).unwrap();
+//! assert!(matches!(split.rule, SplitRule::Threshold { bin: 1, .. }));
+//! assert_eq!(split.gain, 2.0); // Δ(Gini) · W = 0.5 · 4
+//! ```
+
+pub mod dispatch;
+mod histogram;
+mod partition;
+mod split;
+
+pub use histogram::{build_histogram, Target};
+pub use partition::partition_rows;
+pub use split::{
+    best_split, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints, SplitRule,
+};

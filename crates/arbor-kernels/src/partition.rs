@@ -1,0 +1,62 @@
+//! Stable in-place partition of a node's rows into its two children.
+
+use arbor_quantize::BinColumn;
+use pulp::{Simd, WithSimd};
+
+/// Reorders `rows` so rows whose bin has `goes_left[bin]` come first, both
+/// sides keeping their order; returns how many went left. `scratch` is reused
+/// between calls to avoid allocation.
+pub fn partition_rows(rows: &mut [u32], column: &BinColumn, goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
+    crate::dispatch::run(PartitionKernel { rows, column, goes_left, scratch })
+}
+
+struct PartitionKernel<'a> {
+    rows: &'a mut [u32],
+    column: &'a BinColumn,
+    goes_left: &'a [bool],
+    scratch: &'a mut Vec<u32>,
+}
+
+impl WithSimd for PartitionKernel<'_> {
+    type Output = usize;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) -> usize {
+        let PartitionKernel { rows, column, goes_left, scratch } = self;
+        match column {
+            BinColumn::U8(bins) => partition(rows, bins, goes_left, scratch),
+            BinColumn::U16(bins) => partition(rows, bins, goes_left, scratch),
+        }
+    }
+}
+
+#[inline(always)]
+fn partition<B: Copy + Into<usize>>(rows: &mut [u32], bins: &[B], goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
+    scratch.clear();
+    let mut n_left = 0;
+    for i in 0..rows.len() {
+        let r = rows[i];
+        if goes_left[bins[r as usize].into()] {
+            rows[n_left] = r;
+            n_left += 1;
+        } else {
+            scratch.push(r);
+        }
+    }
+    rows[n_left..].copy_from_slice(scratch);
+    n_left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_is_stable() {
+        let column = BinColumn::U8(vec![0, 1, 2, 1, 0, 2]);
+        let mut rows = vec![5, 4, 3, 2, 1, 0];
+        let n = partition_rows(&mut rows, &column, &[true, false, true], &mut Vec::new());
+        assert_eq!(n, 4);
+        assert_eq!(rows, vec![5, 4, 2, 0, 3, 1]);
+    }
+}

@@ -1,0 +1,109 @@
+//! The compact, column-major matrix of bin codes that training reads.
+
+use crate::{BinMapper, FeatureColumn, QuantizeParams};
+
+/// One feature's bin codes: one byte per row when the feature has at most 256 bins.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinColumn {
+    /// Codes of a feature with at most 256 bins.
+    U8(Vec<u8>),
+    /// Codes of a feature with more bins (large categorical features).
+    U16(Vec<u16>),
+}
+
+impl BinColumn {
+    /// The bin of row `row`.
+    #[inline]
+    pub fn get(&self, row: usize) -> u16 {
+        match self {
+            BinColumn::U8(v) => u16::from(v[row]),
+            BinColumn::U16(v) => v[row],
+        }
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            BinColumn::U8(v) => v.len(),
+            BinColumn::U16(v) => v.len(),
+        }
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held by the codes.
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            BinColumn::U8(v) => v.len(),
+            BinColumn::U16(v) => v.len() * 2,
+        }
+    }
+}
+
+/// Every feature's bins, with the mappers that produced them.
+#[derive(Clone, Debug)]
+pub struct BinnedMatrix {
+    columns: Vec<BinColumn>,
+    mappers: Vec<BinMapper>,
+    n_rows: usize,
+}
+
+impl BinnedMatrix {
+    /// Fits a mapper per feature and bins every value.
+    pub fn fit(columns: &[FeatureColumn], params: &QuantizeParams) -> BinnedMatrix {
+        let mappers: Vec<BinMapper> = columns.iter().map(|c| BinMapper::fit(c, params)).collect();
+        Self::with_mappers(columns, mappers)
+    }
+
+    /// Bins columns with given mappers (one per column).
+    pub fn with_mappers(columns: &[FeatureColumn], mappers: Vec<BinMapper>) -> BinnedMatrix {
+        assert_eq!(columns.len(), mappers.len(), "one mapper per column");
+        let n_rows = columns.first().map_or(0, FeatureColumn::len);
+        let columns = columns
+            .iter()
+            .zip(&mappers)
+            .map(|(column, mapper)| {
+                let bins = mapper.bin_column(column);
+                if mapper.n_bins() <= 256 {
+                    BinColumn::U8(bins.into_iter().map(|b| b as u8).collect())
+                } else {
+                    BinColumn::U16(bins)
+                }
+            })
+            .collect();
+        BinnedMatrix { columns, mappers, n_rows }
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Number of features.
+    pub fn n_features(&self) -> usize {
+        self.columns.len()
+    }
+
+    /// The codes of feature `f`.
+    pub fn column(&self, f: usize) -> &BinColumn {
+        &self.columns[f]
+    }
+
+    /// The mapper of feature `f`.
+    pub fn mapper(&self, f: usize) -> &BinMapper {
+        &self.mappers[f]
+    }
+
+    /// All mappers, in feature order.
+    pub fn mappers(&self) -> &[BinMapper] {
+        &self.mappers
+    }
+
+    /// Bytes held by all codes.
+    pub fn size_bytes(&self) -> usize {
+        self.columns.iter().map(BinColumn::size_bytes).sum()
+    }
+}

@@ -1,0 +1,17 @@
+//! The `arbor` subcommands.
+
+mod atomic_file;
+mod import;
+mod inspect;
+mod parquet_io;
+mod predict;
+mod progress;
+mod sql;
+mod train;
+
+pub use atomic_file::AtomicFile;
+pub use import::{import, ImportFormat};
+pub use inspect::inspect;
+pub use predict::{predict, PredictArgs};
+pub use sql::{run_sql, OutputFormat};
+pub use train::{train, TrainArgs};

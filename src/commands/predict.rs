@@ -1,0 +1,91 @@
+//! `arbor predict`: streams a Parquet file through a model into another.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_ensemble::Model;
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+
+use super::{parquet_io, progress, AtomicFile};
+use crate::CliError;
+
+/// What `arbor predict` is asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct PredictArgs {
+    /// The model file.
+    pub model: PathBuf,
+    /// Rows to score (Parquet).
+    pub input: PathBuf,
+    /// Where the scored rows go (Parquet).
+    pub output: PathBuf,
+    /// Add one `proba_<class>` column per class.
+    pub proba: bool,
+}
+
+/// Reads and decodes a model file.
+pub fn load_model(path: &std::path::Path) -> Result<Model, CliError> {
+    let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+    Model::from_bytes(&bytes).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+}
+
+/// Scores every row batch by batch (memory stays bounded) and returns a report.
+pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
+    let model = load_model(&args.model)?;
+    let (schema, reader) = parquet_io::open(&args.input)?;
+    for (i, f) in model.features.iter().enumerate() {
+        let field = schema.field_with_name(&f.name).map_err(|_| {
+            CliError::Usage(format!(
+                "{}: the model's feature '{}' is not a column of the input (columns: {})",
+                args.input.display(),
+                f.name,
+                schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        model.check_feature_type(i, field.data_type())?;
+    }
+    if args.proba && model.task != arbor_ensemble::Task::Classification {
+        return Err(CliError::Usage("--proba needs a classification model; this one is regression".into()));
+    }
+    let mut fields: Vec<Arc<Field>> = schema.fields().iter().cloned().collect();
+    fields.push(Arc::new(Field::new("prediction", model.prediction_type()?, false)));
+    if args.proba {
+        for class in model.class_names() {
+            fields.push(Arc::new(Field::new(format!("proba_{class}"), DataType::Float64, false)));
+        }
+    }
+    for f in &fields[schema.fields().len()..] {
+        if schema.field_with_name(f.name()).is_ok() {
+            return Err(CliError::Usage(format!(
+                "{}: the input already has a column '{}'; rename it before predicting",
+                args.input.display(),
+                f.name()
+            )));
+        }
+    }
+    let out_schema = Arc::new(Schema::new(fields));
+    let mut file = AtomicFile::create(&args.output)?;
+    let mut writer =
+        ArrowWriter::try_new(file.file().try_clone().map_err(CliError::io(&args.output))?, out_schema.clone(), None)
+            .map_err(CliError::parquet(&args.output))?;
+    let rows = progress::counter("rows");
+    let mut total = 0usize;
+    for batch in reader {
+        let batch = batch.map_err(|e| CliError::Parquet { path: args.input.clone(), source: e.into() })?;
+        let predictions = model.predict_batch(&batch)?;
+        let mut columns = batch.columns().to_vec();
+        columns.push(model.prediction_array(&predictions)?);
+        if args.proba {
+            columns.extend(model.proba_arrays(&predictions));
+        }
+        let out = RecordBatch::try_new(out_schema.clone(), columns)?;
+        writer.write(&out).map_err(CliError::parquet(&args.output))?;
+        total += batch.num_rows();
+        rows.set_position(total as u64);
+    }
+    writer.close().map_err(CliError::parquet(&args.output))?;
+    file.commit()?;
+    rows.finish_and_clear();
+    Ok(format!("wrote {total} rows to {}", args.output.display()))
+}

@@ -1,0 +1,98 @@
+//! `arbor sql`: statements run in an embedded DataFusion session with arbor's
+//! functions registered.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::DFParser;
+
+use crate::CliError;
+
+/// How query results are printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// An aligned text table.
+    #[default]
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// JSON lines: one object per row.
+    Json,
+}
+
+/// Runs every statement of `sql` in order and writes each query's result to `out`.
+pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
+    let ctx = SessionContext::new();
+    arbor_datafusion::register(&ctx);
+    let statements = DFParser::parse_sql(sql).map_err(|e| CliError::DataFusion(e.into()))?;
+    if statements.is_empty() {
+        return Err(CliError::Usage("no SQL statement to run".into()));
+    }
+    for statement in statements {
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
+        let batches: Vec<RecordBatch> = batches.iter().map(displayable).collect::<Result<_, _>>()?;
+        if batches.iter().all(|b| b.num_columns() == 0) {
+            continue;
+        }
+        write_batches(&batches, format, out)?;
+    }
+    Ok(())
+}
+
+fn write_batches(batches: &[RecordBatch], format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
+    let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
+    match format {
+        OutputFormat::Table => {
+            writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(batches)?).map_err(io)?;
+        }
+        OutputFormat::Csv => {
+            let mut writer = arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
+            for b in batches {
+                writer.write(b)?;
+            }
+        }
+        OutputFormat::Json => {
+            let mut writer = arrow::json::LineDelimitedWriter::new(&mut *out);
+            writer.write_batches(&batches.iter().collect::<Vec<_>>())?;
+            writer.finish()?;
+        }
+    }
+    Ok(())
+}
+
+/// Binary columns (models) are shown by size, not as pages of hex.
+fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
+    if !batch.schema().fields().iter().any(|f| is_binary(f.data_type())) {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if is_binary(field.data_type()) {
+            let sizes: StringArray = (0..column.len())
+                .map(|i| (!column.is_null(i)).then(|| format!("<{} bytes>", binary_len(column, i))))
+                .collect();
+            fields.push(Field::new(field.name(), DataType::Utf8, true));
+            columns.push(Arc::new(sizes) as ArrayRef);
+        } else {
+            fields.push(field.as_ref().clone());
+            columns.push(column.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+fn is_binary(t: &DataType) -> bool {
+    matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
+}
+
+fn binary_len(column: &ArrayRef, i: usize) -> usize {
+    match column.data_type() {
+        DataType::Binary => column.as_binary::<i32>().value(i).len(),
+        DataType::LargeBinary => column.as_binary::<i64>().value(i).len(),
+        _ => column.as_binary_view().value(i).len(),
+    }
+}

@@ -1,0 +1,187 @@
+//! The `arbor` command line: train, predict, inspect, SQL and import over Parquet.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use arbor::commands::{self, ImportFormat, OutputFormat, PredictArgs, TrainArgs};
+use arbor::CliError;
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Decision forests on Apache Arrow: train and serve random forests from Parquet and SQL.
+#[derive(Parser)]
+#[command(name = "arbor", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Task {
+    Classification,
+    Regression,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Algorithm {
+    RandomForest,
+    GradientBoosting,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Foreign {
+    XgboostJson,
+    LightgbmText,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train a model on a Parquet file.
+    Train {
+        /// Training data (Parquet).
+        #[arg(long)]
+        input: PathBuf,
+        /// The label column.
+        #[arg(long)]
+        label: String,
+        /// Where to write the model.
+        #[arg(long)]
+        output: PathBuf,
+        /// Default: classification for integer, boolean or string labels, regression for floats.
+        #[arg(long, value_enum)]
+        task: Option<Task>,
+        /// The ensemble to train.
+        #[arg(long, value_enum)]
+        algorithm: Option<Algorithm>,
+        /// Feature columns, comma separated (default: every column but the label and weight).
+        #[arg(long, value_delimiter = ',')]
+        features: Option<Vec<String>>,
+        /// A column of sample weights.
+        #[arg(long)]
+        weight: Option<String>,
+        /// A training option KEY=VALUE (repeatable), e.g. --set n_trees=200.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Score a Parquet file with a model.
+    Predict {
+        /// The model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Rows to score (Parquet).
+        #[arg(long)]
+        input: PathBuf,
+        /// Output: the input's columns plus `prediction` (Parquet).
+        #[arg(long)]
+        output: PathBuf,
+        /// Also write one `proba_<class>` column per class.
+        #[arg(long)]
+        proba: bool,
+    },
+    /// Describe a model: task, classes, features and importance, trees, parameters.
+    Inspect {
+        /// The model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run SQL in an embedded DataFusion session with arbor's functions.
+    Sql {
+        /// A file of SQL statements.
+        #[arg(required_unless_present = "command", conflicts_with = "command")]
+        file: Option<PathBuf>,
+        /// SQL statements given inline.
+        #[arg(long, short = 'c')]
+        command: Option<String>,
+        /// How query results are printed.
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Convert a model trained by another library into an arbor model.
+    Import {
+        /// The foreign model's format.
+        #[arg(long, value_enum)]
+        format: Foreign,
+        /// The foreign model file.
+        #[arg(long)]
+        input: PathBuf,
+        /// Where to write the arbor model.
+        #[arg(long)]
+        output: PathBuf,
+    },
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
+    match cli.command {
+        Command::Train { input, label, output, task, algorithm, features, weight, set } => {
+            let args = TrainArgs {
+                input,
+                label,
+                output,
+                task: task.map(|t| match t {
+                    Task::Classification => "classification".into(),
+                    Task::Regression => "regression".into(),
+                }),
+                algorithm: algorithm.map(|a| match a {
+                    Algorithm::RandomForest => "random-forest".into(),
+                    Algorithm::GradientBoosting => "gradient-boosting".into(),
+                }),
+                features,
+                weight,
+                set,
+            };
+            let report = commands::train(&args)?;
+            eprintln!("{report}");
+        }
+        Command::Predict { model, input, output, proba } => {
+            let report = commands::predict(&PredictArgs { model, input, output, proba })?;
+            eprintln!("{report}");
+        }
+        Command::Inspect { model, json } => {
+            writeln!(stdout, "{}", commands::inspect(&model, json)?).map_err(io)?;
+        }
+        Command::Sql { file, command, format } => {
+            let sql = match (file, command) {
+                (Some(path), _) => std::fs::read_to_string(&path).map_err(CliError::io(path))?,
+                (None, Some(sql)) => sql,
+                (None, None) => return Err(CliError::Usage("give a SQL file or --command".into())),
+            };
+            let format = match format {
+                Format::Table => OutputFormat::Table,
+                Format::Csv => OutputFormat::Csv,
+                Format::Json => OutputFormat::Json,
+            };
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(io)?;
+            runtime.block_on(commands::run_sql(&sql, format, &mut stdout))?;
+        }
+        Command::Import { format, input, output } => {
+            let format = match format {
+                Foreign::XgboostJson => ImportFormat::XgboostJson,
+                Foreign::LightgbmText => ImportFormat::LightgbmText,
+            };
+            eprintln!("{}", commands::import(format, &input, &output)?);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The `arbor` command line end to end on bundled Parquet data: train,
+//! predict, inspect, sql, and a clear error (with no output file) for bad input.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn data(name: &str) -> PathBuf {
+    root().join("data").join(name)
+}
+
+fn arbor(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_arbor")).args(args).current_dir(root()).output().expect("arbor runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = arbor(args);
+    assert!(out.status.success(), "arbor {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must fail; returns its error message.
+fn fails(args: &[&str]) -> String {
+    let out = arbor(args);
+    assert!(!out.status.success(), "arbor {args:?} should fail");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("error: "), "one clear message: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+fn read(path: &Path) -> RecordBatch {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+    let schema = builder.schema().clone();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    concat_batches(&schema, &batches).unwrap()
+}
+
+fn write(path: &Path, batch: &RecordBatch) {
+    let mut w = ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None).unwrap();
+    w.write(batch).unwrap();
+    w.close().unwrap();
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Replaces (or adds) a column.
+fn with_column(batch: &RecordBatch, name: &str, array: ArrayRef) -> RecordBatch {
+    let mut fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut columns = batch.columns().to_vec();
+    let field = Field::new(name, array.data_type().clone(), true);
+    match fields.iter().position(|f| f.name() == name) {
+        Some(i) => {
+            fields[i] = field;
+            columns[i] = array;
+        }
+        None => {
+            fields.push(field);
+            columns.push(array);
+        }
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
+#[test]
+fn train_predict_inspect_flights_subset() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = dir.path().join("train.parquet");
+    let test = dir.path().join("test.parquet");
+    write(&train, &read(&data("flights_cls_train.parquet")).slice(0, 40_000));
+    write(&test, &read(&data("flights_cls_test.parquet")).slice(0, 10_000));
+    let model = dir.path().join("flights.arbor");
+    let out = dir.path().join("scored.parquet");
+    ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=16"]);
+    ok(&["predict", "--model", s(&model), "--input", s(&test), "--output", s(&out), "--proba"]);
+
+    let scored = read(&out);
+    assert_eq!(scored.num_rows(), 10_000);
+    let label = scored.column_by_name("label").unwrap();
+    let prediction = scored.column_by_name("prediction").unwrap();
+    assert_eq!(prediction.data_type(), label.data_type(), "predictions have the label's type");
+    let (l, p) = (label.as_primitive::<Int32Type>(), prediction.as_primitive::<Int32Type>());
+    let acc = (0..l.len()).filter(|&i| l.value(i) == p.value(i)).count() as f64 / l.len() as f64;
+    assert!(acc > 0.87, "accuracy {acc}");
+    let p0 = scored.column_by_name("proba_0").unwrap().as_primitive::<Float64Type>();
+    let p1 = scored.column_by_name("proba_1").unwrap().as_primitive::<Float64Type>();
+    for i in 0..p0.len() {
+        assert!((p0.value(i) + p1.value(i) - 1.0).abs() < 1e-9);
+        assert_eq!(p.value(i), (p1.value(i) > p0.value(i)) as i32);
+    }
+    // the input's columns come through unchanged
+    let input = read(&test);
+    for name in ["carrier", "dep_delay", "dest"] {
+        assert_eq!(scored.column_by_name(name).unwrap(), input.column_by_name(name).unwrap());
+    }
+
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    assert_eq!(json["task"], "classification");
+    assert_eq!(json["algorithm"], "random-forest");
+    assert_eq!(json["classes"], serde_json::json!([0, 1]));
+    assert_eq!(json["trees"].as_array().unwrap().len(), 16);
+    assert!(json["trees"][0]["nodes"].as_u64().unwrap() > 100);
+    assert!(json["trees"][0]["depth"].as_u64().unwrap() > 5);
+    assert_eq!(json["features"].as_array().unwrap().len(), 12);
+    assert!(json["oob_error"].is_null());
+    assert_eq!(json["params"]["n_trees"], "16");
+    let importance: f64 = json["features"].as_array().unwrap().iter().map(|f| f["importance"].as_f64().unwrap()).sum();
+    assert!((importance - 1.0).abs() < 1e-9);
+    let text = ok(&["inspect", "--model", s(&model)]);
+    assert!(text.contains("classification") && text.contains("dep_delay"), "{text}");
+}
+
+#[test]
+fn diamonds_regression_with_categorical_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = dir.path().join("train.parquet");
+    write(&train, &read(&data("diamonds_reg_train.parquet")).slice(0, 8_000));
+    let model = dir.path().join("d.arbor");
+    let out = dir.path().join("scored.parquet");
+    ok(&[
+        "train",
+        "--input",
+        s(&train),
+        "--label",
+        "label",
+        "--output",
+        s(&model),
+        "--set",
+        "n_trees=10",
+        "--set",
+        "max_features=3",
+    ]);
+    ok(&["predict", "--model", s(&model), "--input", s(&data("diamonds_reg_test.parquet")), "--output", s(&out)]);
+    let scored = read(&out);
+    let y = scored.column_by_name("label").unwrap().as_primitive::<Float64Type>();
+    let p = scored.column_by_name("prediction").unwrap().as_primitive::<Float64Type>();
+    let rmse = (y.values().iter().zip(p.values()).map(|(a, b)| (a - b).powi(2)).sum::<f64>() / y.len() as f64).sqrt();
+    assert!(rmse < 0.14, "rmse {rmse}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    assert_eq!(json["task"], "regression");
+    assert_eq!(json["features"][1]["name"], "cut");
+    assert_eq!(json["features"][1]["kind"], "categorical");
+}
+
+/// String labels, nulls in a string feature, NaN in a float feature, a null label:
+/// all train and predict without preprocessing.
+#[test]
+fn string_labels_and_missing_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = read(&data("flights_cls_train.parquet")).slice(0, 20_000);
+    let labels: StringArray = batch
+        .column_by_name("label")
+        .unwrap()
+        .as_primitive::<Int32Type>()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i == 7 { None } else { v.map(|v| if v == 1 { "late" } else { "on time" }) })
+        .collect();
+    let carrier: StringArray = batch
+        .column_by_name("carrier")
+        .unwrap()
+        .as_string::<i32>()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i % 10 == 0 { None } else { v })
+        .collect();
+    let delay = arrow::compute::cast(batch.column_by_name("dep_delay").unwrap(), &DataType::Float64).unwrap();
+    let delay: Float64Array = delay
+        .as_primitive::<Float64Type>()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| if i % 13 == 0 { Some(f64::NAN) } else { v })
+        .collect();
+    let batch = with_column(&batch, "label", Arc::new(labels));
+    let batch = with_column(&batch, "carrier", Arc::new(carrier));
+    let batch = with_column(&batch, "dep_delay", Arc::new(delay));
+    let train = dir.path().join("train.parquet");
+    write(&train, &batch);
+    let model = dir.path().join("m.arbor");
+    let out = dir.path().join("scored.parquet");
+    ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=8"]);
+    ok(&["predict", "--model", s(&model), "--input", s(&train), "--output", s(&out), "--proba"]);
+    let scored = read(&out);
+    let p = scored.column_by_name("prediction").unwrap();
+    assert_eq!(p.data_type(), &DataType::Utf8);
+    let p = p.as_string::<i32>();
+    let l = scored.column_by_name("label").unwrap().as_string::<i32>();
+    let agree = (0..l.len()).filter(|&i| l.is_valid(i) && l.value(i) == p.value(i)).count();
+    assert!(agree as f64 / l.len() as f64 > 0.9);
+    assert!(scored.column_by_name("proba_late").is_some() && scored.column_by_name("proba_on time").is_some());
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    assert_eq!(json["classes"], serde_json::json!(["late", "on time"]));
+    assert_eq!(json["skipped_null_labels"], 1);
+}
+
+#[test]
+fn bad_input_gives_one_clear_error_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.arbor");
+    let flights = read(&data("flights_cls_train.parquet")).slice(0, 2_000);
+    let train_with = |name: &str, batch: &RecordBatch, extra: &[&str]| -> String {
+        let path = dir.path().join(name);
+        write(&path, batch);
+        let mut args = vec!["train", "--input", s(&path), "--label", "label", "--output", s(&model)];
+        args.extend_from_slice(extra);
+        let e = fails(&args);
+        assert!(!model.exists(), "no model is left behind");
+        e
+    };
+
+    let e = train_with("empty.parquet", &flights.slice(0, 0), &[]);
+    assert!(e.contains("empty"), "{e}");
+
+    let e = fails(&[
+        "train",
+        "--input",
+        s(&data("flights_cls_train.parquet")),
+        "--label",
+        "arrival",
+        "--output",
+        s(&model),
+    ]);
+    assert!(e.contains("'arrival' not found") && e.contains("dep_delay"), "{e}");
+
+    let nulls = with_column(&flights, "label", Arc::new(Int64Array::from(vec![None::<i64>; flights.num_rows()])));
+    let e = train_with("nulls.parquet", &nulls, &[]);
+    assert!(e.contains("label") && e.contains("null in every row"), "{e}");
+
+    let one = with_column(&flights, "label", Arc::new(Int64Array::from(vec![1; flights.num_rows()])));
+    let e = train_with("one.parquet", &one, &[]);
+    assert!(e.contains("single class"), "{e}");
+
+    let lists =
+        ListArray::from_iter_primitive::<Int32Type, _, _>((0..flights.num_rows()).map(|i| Some(vec![Some(i as i32)])));
+    let e = train_with("list.parquet", &with_column(&flights, "tags", Arc::new(lists)), &[]);
+    assert!(e.contains("'tags'") && e.contains("unsupported type"), "{e}");
+
+    let e = train_with("ok.parquet", &flights, &["--set", "n_tres=5"]);
+    assert!(e.contains("unknown option 'n_tres'") && e.contains("n_trees"), "{e}");
+    let e = train_with("ok.parquet", &flights, &["--set", "max_depth=-1"]);
+    assert!(e.contains("max_depth"), "{e}");
+
+    // a model, then inputs that do not fit it
+    let train = dir.path().join("ok.parquet");
+    ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=2"]);
+    let out = dir.path().join("out.parquet");
+    let missing = dir.path().join("missing.parquet");
+    let idx = flights.schema().index_of("dep_delay").unwrap();
+    write(&missing, &flights.project(&(0..flights.num_columns()).filter(|&i| i != idx).collect::<Vec<_>>()).unwrap());
+    let e = fails(&["predict", "--model", s(&model), "--input", s(&missing), "--output", s(&out)]);
+    assert!(e.contains("'dep_delay'"), "{e}");
+    assert!(!out.exists());
+
+    let retyped = dir.path().join("retyped.parquet");
+    let carrier_codes = Int64Array::from_iter_values(0..flights.num_rows() as i64);
+    write(&retyped, &with_column(&flights, "carrier", Arc::new(carrier_codes)));
+    let e = fails(&["predict", "--model", s(&model), "--input", s(&retyped), "--output", s(&out)]);
+    assert!(e.contains("'carrier'") && e.contains("categorical"), "{e}");
+
+    let bytes = std::fs::read(&model).unwrap();
+    let truncated = dir.path().join("truncated.arbor");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let e = fails(&["predict", "--model", s(&truncated), "--input", s(&train), "--output", s(&out)]);
+    assert!(e.contains("truncated"), "{e}");
+    let corrupt = dir.path().join("corrupt.arbor");
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    std::fs::write(&corrupt, &flipped).unwrap();
+    let e = fails(&["inspect", "--model", s(&corrupt)]);
+    assert!(e.contains("checksum"), "{e}");
+    assert!(!out.exists(), "no half-written prediction file");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn sql_command_formats() {
+    let csv = ok(&["sql", "--command", "SELECT 1 AS a, 'x' AS b", "--format", "csv"]);
+    assert_eq!(csv, "a,b\n1,x\n");
+    let json = ok(&["sql", "--command", "SELECT 1 AS a, 'x' AS b", "--format", "json"]);
+    assert_eq!(json.trim(), r#"{"a":1,"b":"x"}"#);
+    let table = ok(&["sql", "--command", "SELECT 1 AS a"]);
+    assert!(table.contains("| a |"), "{table}");
+    let e = fails(&["sql", "--command", "SELECT train_forest(1)"]);
+    assert!(e.contains("train_forest"), "{e}");
+}

@@ -1,0 +1,190 @@
+//! SQL in an embedded DataFusion session: train_forest, predict_forest,
+//! predict_forest_proba and forest_info on bundled data.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use arbor_ensemble::Model;
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+fn data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join(name).to_str().unwrap().to_owned()
+}
+
+async fn session(partitions: usize, batch_size: usize) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(partitions).with_batch_size(batch_size);
+    let ctx = SessionContext::new_with_config(config);
+    arbor_datafusion::register(&ctx);
+    for (name, file) in [
+        ("flights_train", "flights_cls_train.parquet"),
+        ("flights_test", "flights_cls_test.parquet"),
+        ("diamonds_train", "diamonds_reg_train.parquet"),
+        ("diamonds_test", "diamonds_reg_test.parquet"),
+    ] {
+        ctx.sql(&format!("CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION '{}'", data(file))).await.unwrap();
+    }
+    ctx
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")).collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn query_err(ctx: &SessionContext, sql: &str) -> String {
+    match ctx.sql(sql).await {
+        Err(e) => e.to_string(),
+        Ok(df) => df.collect().await.expect_err(sql).to_string(),
+    }
+}
+
+const FLIGHT_FEATURES: &str =
+    "month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time, carrier, origin, dest, distance, hour, minute";
+
+#[tokio::test]
+async fn sql_model_equals_cli_model() {
+    let ctx = session(1, 8192).await;
+    let sql = format!(
+        "SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=4') AS m FROM (SELECT * FROM flights_train LIMIT 20000)"
+    );
+    let batches = query(&ctx, &sql).await;
+    let sql_bytes = batches[0].column(0).as_binary_view().value(0).to_vec();
+
+    let dir = tempfile::tempdir().unwrap();
+    let subset = dir.path().join("subset.parquet");
+    let model = dir.path().join("cli.arbor");
+    query(&ctx, &format!("COPY (SELECT * FROM flights_train LIMIT 20000) TO '{}' STORED AS PARQUET", subset.display()))
+        .await;
+    let status = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["train", "--input", subset.to_str().unwrap(), "--label", "label", "--output", model.to_str().unwrap()])
+        .args(["--set", "n_trees=4"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let cli_bytes = std::fs::read(&model).unwrap();
+    let (a, b) = (Model::from_bytes(&sql_bytes).unwrap(), Model::from_bytes(&cli_bytes).unwrap());
+    assert_eq!(a.features, b.features);
+    assert_eq!(a.trees, b.trees);
+    assert_eq!(sql_bytes, cli_bytes, "same data, same options: the same model bytes");
+}
+
+#[tokio::test]
+async fn train_and_predict_in_sql_through_partial_aggregation() {
+    // several partitions and tiny batches force the partial/merge path
+    let ctx = session(3, 1000).await;
+    query(
+        &ctx,
+        &format!("CREATE TABLE model AS SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=10') AS forest FROM (SELECT * FROM flights_train LIMIT 30000)"),
+    )
+    .await;
+    let batches = query(
+        &ctx,
+        &format!(
+            "SELECT avg(CASE WHEN predict_forest(m.forest, {FLIGHT_FEATURES}) = t.label THEN 1.0 ELSE 0.0 END) AS acc,
+                    arrow_typeof(predict_forest(m.forest, {FLIGHT_FEATURES})) AS t,
+                    avg(predict_forest_proba(m.forest, {FLIGHT_FEATURES})[2]) AS p_late
+             FROM (SELECT * FROM flights_test LIMIT 10000) t CROSS JOIN model m
+             GROUP BY 2"
+        ),
+    )
+    .await;
+    let acc = batches[0].column(0).as_primitive::<Float64Type>().value(0);
+    assert!(acc > 0.87, "accuracy {acc}");
+    assert_eq!(batches[0].column(1).as_string::<i32>().value(0), "Int32", "the label's own type");
+    let p_late = batches[0].column(2).as_primitive::<Float64Type>().value(0);
+    assert!((0.1..0.35).contains(&p_late), "mean probability of a late arrival {p_late}");
+}
+
+#[tokio::test]
+async fn one_model_per_group_predicted_through_a_join() {
+    let ctx = session(2, 4096).await;
+    query(
+        &ctx,
+        &format!(
+            "CREATE TABLE models AS SELECT origin, train_forest(label, {FLIGHT_FEATURES}, 'n_trees=6') AS forest
+             FROM (SELECT * FROM flights_train LIMIT 30000) GROUP BY origin"
+        ),
+    )
+    .await;
+    let batches = query(&ctx, "SELECT count(*) FROM models").await;
+    assert_eq!(batches[0].column(0).as_primitive::<Int64Type>().value(0), 3, "EWR, JFK, LGA");
+    let batches = query(
+        &ctx,
+        &format!(
+            "SELECT avg(CASE WHEN predict_forest(m.forest, {}) = t.label THEN 1.0 ELSE 0.0 END)
+             FROM (SELECT * FROM flights_test LIMIT 10000) t JOIN models m ON t.origin = m.origin",
+            FLIGHT_FEATURES.split(", ").map(|f| format!("t.{f}")).collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .await;
+    let acc = batches[0].column(0).as_primitive::<Float64Type>().value(0);
+    assert!(acc > 0.87, "accuracy {acc}");
+}
+
+#[tokio::test]
+async fn regression_in_sql() {
+    let ctx = session(2, 8192).await;
+    let batches = query(
+        &ctx,
+        "WITH m AS (SELECT train_forest(label, carat, cut, color, clarity, depth, \"table\", x, y, z, 'n_trees=10 max_features=3') AS f
+                    FROM (SELECT * FROM diamonds_train LIMIT 8000))
+         SELECT sqrt(avg(power(predict_forest(m.f, carat, cut, color, clarity, depth, \"table\", x, y, z) - label, 2))),
+                arrow_typeof(predict_forest(m.f, carat, cut, color, clarity, depth, \"table\", x, y, z))
+         FROM diamonds_test, m GROUP BY 2",
+    )
+    .await;
+    let rmse = batches[0].column(0).as_primitive::<Float64Type>().value(0);
+    assert!(rmse < 0.14, "rmse {rmse}");
+    assert_eq!(batches[0].column(1).as_string::<i32>().value(0), "Float64");
+}
+
+#[tokio::test]
+async fn forest_info_is_the_inspect_json() {
+    let ctx = session(1, 8192).await;
+    let batches = query(
+        &ctx,
+        "SELECT forest_info(train_forest(label, dep_delay, carrier, 'n_trees=3')) FROM (SELECT * FROM flights_train LIMIT 3000)",
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(batches[0].column(0).as_string::<i32>().value(0)).unwrap();
+    assert_eq!(json["task"], "classification");
+    assert_eq!(json["features"][1]["name"], "carrier");
+    assert_eq!(json["trees"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn sql_errors_are_clear() {
+    let ctx = session(1, 8192).await;
+    let e = query_err(&ctx, "SELECT train_forest(label, dep_delay, 'n_tres=3') FROM flights_train").await;
+    assert!(e.contains("unknown option 'n_tres'"), "{e}");
+    let e = query_err(&ctx, "SELECT train_forest(label, dep_delay) FROM flights_train WHERE month > 12").await;
+    assert!(e.contains("empty"), "{e}");
+    let e = query_err(&ctx, "SELECT train_forest(label) FROM flights_train").await;
+    assert!(e.contains("at least one feature"), "{e}");
+    let e = query_err(
+        &ctx,
+        "SELECT train_forest(label, dep_delay, 'task=regression n_trees=2') FROM flights_train LIMIT 10",
+    )
+    .await;
+    assert!(e.contains("CAST(label AS DOUBLE)"), "{e}");
+    let e = query_err(
+        &ctx,
+        "WITH m AS (SELECT train_forest(label, dep_delay, carrier, 'n_trees=2') AS f FROM (SELECT * FROM flights_train LIMIT 500))
+         SELECT predict_forest(m.f, dep_delay) FROM flights_test, m",
+    )
+    .await;
+    assert!(e.contains("2 features") && e.contains("carrier"), "{e}");
+    let e = query_err(
+        &ctx,
+        "WITH m AS (SELECT train_forest(label, dep_delay, carrier, 'n_trees=2') AS f FROM (SELECT * FROM flights_train LIMIT 500))
+         SELECT predict_forest(m.f, dep_delay, month) FROM flights_test, m",
+    )
+    .await;
+    assert!(e.contains("'carrier'") && e.contains("categorical"), "{e}");
+    let e = query_err(&ctx, "SELECT predict_forest(X'00010203', dep_delay) FROM flights_test").await;
+    assert!(e.contains("invalid model"), "{e}");
+    let batches =
+        query(&ctx, "SELECT predict_forest(CAST(NULL AS BYTEA), dep_delay) IS NULL FROM flights_test LIMIT 1").await;
+    assert!(batches[0].column(0).as_boolean().value(0));
+}
