@@ -1,5 +1,5 @@
-//! Criterion benches: the histogram kernel, training a forest, and prediction,
-//! on the bundled NYC flights data.
+//! Criterion benches: the histogram kernel, training a forest, boosting
+//! rounds, and prediction, on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest`
 
@@ -24,7 +24,7 @@ fn flights(file: &str) -> RecordBatch {
 }
 
 fn training_data(batch: &RecordBatch) -> TrainingData {
-    TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, None).unwrap()
+    TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, None).unwrap()
 }
 
 fn histogram(c: &mut Criterion) {
@@ -67,6 +67,24 @@ fn training(c: &mut Criterion) {
     group.finish();
 }
 
+/// Gradient boosting at seed 004's defaults: one round (one depth-6 tree on
+/// all 261,876 rows), and ten rounds, so the per-round cost shows without the
+/// fixed cost of binning.
+fn boosting(c: &mut Criterion) {
+    let batch = flights("flights_cls_train.parquet");
+    let data = training_data(&batch);
+    let mut group = c.benchmark_group("boosting");
+    group.sample_size(10);
+    for rounds in [1usize, 10] {
+        let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting n_rounds={rounds}")).unwrap();
+        group.throughput(Throughput::Elements(data.n_rows() as u64 * rounds as u64));
+        group.bench_function(BenchmarkId::new("flights_rounds", rounds), |b| {
+            b.iter(|| black_box(train(&data, &params, &|_| {}).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 fn prediction(c: &mut Criterion) {
     let train_batch = flights("flights_cls_train.parquet");
     let test = flights("flights_cls_test.parquet");
@@ -79,5 +97,5 @@ fn prediction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, histogram, training, prediction);
+criterion_group!(benches, histogram, training, boosting, prediction);
 criterion_main!(benches);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
 use arrow::compute::concat_batches;
-use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 

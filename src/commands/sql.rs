@@ -26,7 +26,7 @@ pub enum OutputFormat {
 pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
     let ctx = SessionContext::new();
     arbor_datafusion::register(&ctx);
-    let statements = DFParser::parse_sql(sql).map_err(|e| CliError::DataFusion(e.into()))?;
+    let statements = DFParser::parse_sql(sql).map_err(CliError::DataFusion)?;
     if statements.is_empty() {
         return Err(CliError::Usage("no SQL statement to run".into()));
     }

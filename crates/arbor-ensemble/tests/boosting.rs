@@ -23,7 +23,9 @@ fn read(name: &str) -> RecordBatch {
 
 fn fit(batch: &RecordBatch, options: &str) -> Model {
     let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}")).unwrap();
-    let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, params.task).unwrap();
+    let data =
+        TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
+            .unwrap();
     train(&data, &params, &|_| {}).unwrap()
 }
 

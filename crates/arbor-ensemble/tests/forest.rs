@@ -27,7 +27,9 @@ fn read(name: &str, rows: usize) -> RecordBatch {
 
 fn fit(batch: &RecordBatch, options: &str) -> Model {
     let params = TrainParams::parse_options(options).unwrap();
-    let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, params.task).unwrap();
+    let data =
+        TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
+            .unwrap();
     train(&data, &params, &|_| {}).unwrap()
 }
 
