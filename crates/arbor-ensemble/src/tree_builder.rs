@@ -9,8 +9,8 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, count_weight, occupied_bins, partition_rows, Criterion, SplitCandidate,
-    SplitConstraints, SplitRule, Target,
+    best_split, build_histogram, count_weight, occupied_bins, partition_rows, CompactHistogram, Criterion,
+    SplitCandidate, SplitConstraints, SplitRule, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -130,6 +130,7 @@ pub(crate) fn grow_tree(
     let layout = Layout::new(matrix, stride);
     let max_bins = (0..n_features).map(|f| matrix.mapper(f).n_bins()).max().unwrap_or(1);
     let mut hist = vec![0.0; max_bins * stride];
+    let mut compact = CompactHistogram::default();
     let mut scratch = Vec::with_capacity(rows.len());
     let mut perm: Vec<usize> = (0..n_features).collect();
     let mut gain_per_feature = vec![0.0; n_features];
@@ -193,15 +194,29 @@ pub(crate) fn grow_tree(
                 perm.swap(i, j);
                 let f = perm[i];
                 let n_bins = matrix.mapper(f).n_bins();
-                let h = &mut hist[..n_bins * stride];
-                h.fill(0.0);
-                build_histogram(matrix.column(f), node_rows, weights, counts, target, h);
-                if occupied_bins(h, stride, criterion) < 2 {
-                    continue; // constant here: does not count towards features_per_node
-                }
-                visited += 1;
                 let categorical = matrix.mapper(f).is_categorical();
-                if let Some(candidate) = best_split(h, stride, criterion, c, categorical) {
+                let candidate = if node_rows.len() * 2 < n_bins {
+                    // Few rows, many bins: scan only the bins the rows occupy.
+                    compact.build(matrix.column(f), node_rows, weights, counts, target);
+                    if occupied_bins(&compact.hist, stride, criterion) < 2 {
+                        continue; // constant here: does not count towards features_per_node
+                    }
+                    best_split(&compact.hist, stride, criterion, c, categorical).map(|mut s| {
+                        let unseen_left = count_weight(&s.left, criterion).0 >= count_weight(&s.right, criterion).0;
+                        s.rule = s.rule.expand(&compact.bins, n_bins, unseen_left);
+                        s
+                    })
+                } else {
+                    let h = &mut hist[..n_bins * stride];
+                    h.fill(0.0);
+                    build_histogram(matrix.column(f), node_rows, weights, counts, target, h);
+                    if occupied_bins(h, stride, criterion) < 2 {
+                        continue; // constant here: does not count towards features_per_node
+                    }
+                    best_split(h, stride, criterion, c, categorical)
+                };
+                visited += 1;
+                if let Some(candidate) = candidate {
                     if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
                         best = Some((f, candidate));
                     }

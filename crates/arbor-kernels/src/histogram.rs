@@ -79,6 +79,62 @@ impl WithSimd for HistogramKernel<'_, '_> {
     }
 }
 
+/// A histogram over only the bins a node's rows occupy: for nodes with far
+/// fewer rows than bins, where filling and scanning every bin would cost more
+/// than the rows themselves.
+#[derive(Clone, Debug, Default)]
+pub struct CompactHistogram {
+    /// The occupied bins, ascending; entry 0 is always the missing bin 0,
+    /// occupied or not, so compact index 0 keeps its meaning.
+    pub bins: Vec<u16>,
+    /// `bins.len() * stride` statistics, in the layout of [`build_histogram`].
+    pub hist: Vec<f64>,
+    keyed: Vec<(u16, u32)>,
+}
+
+impl CompactHistogram {
+    /// Rebuilds the histogram for `rows` of `column` (buffers are reused).
+    pub fn build(&mut self, column: &BinColumn, rows: &[u32], weights: &[f64], counts: &[f64], target: &Target<'_>) {
+        let stride = target.stride();
+        self.keyed.clear();
+        self.keyed.extend(rows.iter().map(|&r| (column.get(r as usize), r)));
+        self.keyed.sort_unstable();
+        self.bins.clear();
+        self.bins.push(0);
+        for &(b, _) in &self.keyed {
+            if b != *self.bins.last().expect("starts with bin 0") {
+                self.bins.push(b);
+            }
+        }
+        self.hist.clear();
+        self.hist.resize(self.bins.len() * stride, 0.0);
+        let mut slot = 0;
+        for &(b, r) in &self.keyed {
+            while self.bins[slot] != b {
+                slot += 1;
+            }
+            let cell = &mut self.hist[slot * stride..(slot + 1) * stride];
+            let r = r as usize;
+            match *target {
+                Target::Classes { labels, n_classes } => {
+                    cell[labels[r] as usize] += weights[r];
+                    cell[n_classes] += counts[r];
+                }
+                Target::Values { y } => {
+                    cell[0] += counts[r];
+                    cell[1] += weights[r];
+                    cell[2] += weights[r] * y[r];
+                }
+                Target::Gradients { grad, hess } => {
+                    cell[0] += counts[r];
+                    cell[1] += grad[r];
+                    cell[2] += hess[r];
+                }
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn accumulate<B: Copy + Into<usize>>(
     bins: &[B],
@@ -123,6 +179,24 @@ fn accumulate<B: Copy + Into<usize>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compact_histogram_holds_the_occupied_bins_of_the_dense_one() {
+        let column = BinColumn::U8(vec![5, 2, 5, 9, 2, 0, 7]);
+        let labels = [0, 1, 1, 0, 0, 1, 1];
+        let w = [1.0, 2.0, 1.0, 3.0, 1.0, 1.0, 2.0];
+        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let rows = [0, 1, 2, 3, 4, 6];
+        let mut dense = vec![0.0; 10 * 3];
+        build_histogram(&column, &rows, &w, &w, &target, &mut dense);
+        let mut compact = CompactHistogram::default();
+        compact.build(&column, &rows, &w, &w, &target);
+        assert_eq!(compact.bins, vec![0, 2, 5, 7, 9]);
+        for (i, &b) in compact.bins.iter().enumerate() {
+            let b = b as usize;
+            assert_eq!(&compact.hist[i * 3..i * 3 + 3], &dense[b * 3..b * 3 + 3]);
+        }
+    }
 
     #[test]
     fn regression_histogram_sums_per_bin() {

@@ -25,7 +25,7 @@ mod histogram;
 mod partition;
 mod split;
 
-pub use histogram::{build_histogram, Target};
+pub use histogram::{build_histogram, CompactHistogram, Target};
 pub use partition::partition_rows;
 pub use split::{
     best_split, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints, SplitRule,

@@ -50,6 +50,31 @@ pub enum SplitRule {
 }
 
 impl SplitRule {
+    /// Maps a rule found on a [`crate::CompactHistogram`] (whose compact bin
+    /// `i` is real bin `bins[i]`) to the feature's `n_bins` real bins. Bins
+    /// absent from the node split as the dense scan splits them: halfway
+    /// between the children for thresholds, with the larger child
+    /// (`unseen_left`) for categories.
+    pub fn expand(&self, bins: &[u16], n_bins: usize, unseen_left: bool) -> SplitRule {
+        match self {
+            SplitRule::Threshold { bin, missing_left } => {
+                let i = *bin as usize;
+                let real = match bins.get(i + 1) {
+                    Some(&next) => (bins[i] + next) / 2,
+                    None => bins[i],
+                };
+                SplitRule::Threshold { bin: real, missing_left: *missing_left }
+            }
+            SplitRule::Categories { goes_left } => {
+                let mut real = vec![unseen_left; n_bins];
+                for (i, &b) in bins.iter().enumerate() {
+                    real[b as usize] = goes_left[i];
+                }
+                SplitRule::Categories { goes_left: real }
+            }
+        }
+    }
+
     /// One flag per bin: does a row in that bin go left?
     pub fn goes_left(&self, n_bins: usize) -> Vec<bool> {
         match self {
