@@ -1,6 +1,6 @@
 //! One feature column read from Arrow into arbor's uniform representation.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
@@ -77,24 +77,33 @@ impl FeatureColumn {
                 for array in arrays {
                     strings.push(to_utf8(name, array)?);
                 }
-                let mut distinct = BTreeSet::new();
+                // Codes in order of first appearance, then renumbered so
+                // categories are sorted and the coding is deterministic.
+                let mut first_seen: HashMap<&str, u32> = HashMap::new();
+                let mut seen_codes: Vec<Option<u32>> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
                 for s in &strings {
-                    distinct.extend(s.as_string::<i32>().iter().flatten());
+                    for v in s.as_string::<i32>().iter() {
+                        seen_codes.push(v.map(|v| {
+                            let next = first_seen.len() as u32;
+                            *first_seen.entry(v).or_insert(next)
+                        }));
+                    }
                 }
-                let categories: Vec<String> = distinct.into_iter().map(str::to_owned).collect();
-                if categories.len() > u16::MAX as usize - 1 {
+                if first_seen.len() > u16::MAX as usize - 1 {
                     return Err(QuantizeError::TooManyCategories {
                         column: name.to_owned(),
-                        count: categories.len(),
+                        count: first_seen.len(),
                         max: u16::MAX as usize - 1,
                     });
                 }
-                let index: HashMap<&str, u32> =
-                    categories.iter().enumerate().map(|(i, c)| (c.as_str(), i as u32)).collect();
-                let codes = strings
-                    .iter()
-                    .flat_map(|s| s.as_string::<i32>().iter().map(|v| v.map(|v| index[v])).collect::<Vec<_>>())
-                    .collect();
+                let mut by_name: Vec<(&str, u32)> = first_seen.into_iter().collect();
+                by_name.sort_unstable();
+                let mut sorted_code = vec![0u32; by_name.len()];
+                for (rank, &(_, code)) in by_name.iter().enumerate() {
+                    sorted_code[code as usize] = rank as u32;
+                }
+                let categories: Vec<String> = by_name.iter().map(|(c, _)| (*c).to_owned()).collect();
+                let codes = seen_codes.into_iter().map(|c| c.map(|c| sorted_code[c as usize])).collect();
                 Ok(FeatureColumn::Categorical { codes, categories })
             }
             None => Err(QuantizeError::UnsupportedType { column: name.to_owned(), data_type }),
