@@ -3,7 +3,7 @@
 //! feature subsampling, and early stopping on a held-out share of the rows.
 
 use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
-use arbor_quantize::{BinnedMatrix, FeatureColumn, QuantizeParams};
+use arbor_quantize::{BinnedMatrix, FeatureColumn};
 use rand::Rng;
 use rayon::prelude::*;
 
@@ -33,8 +33,7 @@ pub fn train_boosting(
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
     let n_features = data.columns.len();
     let features_per_node = bp.features_per_node(n_features)?;
-    let matrix =
-        BinnedMatrix::fit(&data.columns, &QuantizeParams { max_bins: bp.max_bins, min_bin_size: bp.min_bin_size });
+    let matrix = BinnedMatrix::fit(&data.columns, &bp.quantize_params());
     let n = data.n_rows();
     let weight: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
     let target = match &data.target {

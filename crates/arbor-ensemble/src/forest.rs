@@ -2,7 +2,7 @@
 //! with per-tree random streams, and mean-decrease-of-impurity importance.
 
 use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
-use arbor_quantize::{BinnedMatrix, QuantizeParams};
+use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -34,8 +34,7 @@ pub fn train_forest(
     let fp = &params.forest;
     let n_features = data.columns.len();
     let m = fp.features_per_node(n_features, task)?;
-    let matrix =
-        BinnedMatrix::fit(&data.columns, &QuantizeParams { max_bins: fp.max_bins, min_bin_size: fp.min_bin_size });
+    let matrix = BinnedMatrix::fit(&data.columns, &fp.quantize_params());
 
     let target = match &data.target {
         Target::Classes(labels) => {

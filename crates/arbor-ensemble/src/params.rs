@@ -1,6 +1,7 @@
 //! Training parameters: one set of names for the Rust API, `--set` and SQL
 //! options (DESIGN.md "Parameters"), parsed and validated in one place.
 
+use arbor_quantize::QuantizeParams;
 use serde::{Deserialize, Serialize};
 
 use crate::{ArborError, Result};
@@ -169,6 +170,15 @@ impl Default for ForestParams {
 }
 
 impl ForestParams {
+    /// How features are binned: quantiles (`hist`) or a bin per value (`exact`).
+    pub fn quantize_params(&self) -> QuantizeParams {
+        if self.exact {
+            QuantizeParams::exact()
+        } else {
+            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
+        }
+    }
+
     /// Features tried per node for `p` features and a task.
     pub fn features_per_node(&self, p: usize, task: Task) -> Result<usize> {
         let m = match self.max_features {
@@ -273,6 +283,15 @@ impl Default for BoostingParams {
 }
 
 impl BoostingParams {
+    /// How features are binned: quantiles (`hist`, seed "inexact") or a bin per value (`exact`).
+    pub fn quantize_params(&self) -> QuantizeParams {
+        if self.exact {
+            QuantizeParams::exact()
+        } else {
+            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
+        }
+    }
+
     /// Features tried per node for `p` features (`Default` means all).
     pub fn features_per_node(&self, p: usize) -> Result<usize> {
         let forest = ForestParams {
@@ -610,13 +629,17 @@ impl TrainParams {
                 ));
             }
         }
-        let not_yet =
-            |key: &str, what: &str| invalid(key, format!("{what} is not implemented yet in this version of arbor"));
+        let exact = match algorithm {
+            Algorithm::RandomForest => self.forest.exact,
+            Algorithm::GradientBoosting => self.boosting.exact,
+        };
+        if exact {
+            if let Some(key) = self.explicit.iter().find(|k| *k == "max_bins" || *k == "min_bin_size") {
+                return Err(invalid(key, "applies to split_method=hist; exact gives every distinct value a bin"));
+            }
+        }
         if algorithm == Algorithm::GradientBoosting {
             let b = &self.boosting;
-            if b.exact {
-                return Err(not_yet("split_method", "exact"));
-            }
             if matches!(self.forest.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
                 return Err(invalid("importance", "gradient boosting accepts mdi (total gain) or none"));
             }
@@ -625,10 +648,9 @@ impl TrainParams {
             }
             return Ok(());
         }
+        let not_yet =
+            |key: &str, what: &str| invalid(key, format!("{what} is not implemented yet in this version of arbor"));
         let f = &self.forest;
-        if f.exact {
-            return Err(not_yet("split_method", "exact"));
-        }
         if f.random_splitter {
             return Err(not_yet("splitter", "random"));
         }

@@ -227,3 +227,71 @@ fn base_score_is_the_label_mean() {
     let p = model.predict_batch(&batch).unwrap();
     assert!((p.values[1] - 0.25).abs() < 1e-4, "the class-1 share: {}", p.values[1]);
 }
+
+/// Missing values learn their direction in boosting too: null and NaN rows
+/// behave like large values.
+#[test]
+fn missing_values_learn_their_direction() {
+    let n = 3000;
+    let x: Float64Array = (0..n)
+        .map(|i| match i % 3 {
+            0 => None,
+            1 => Some(f64::NAN),
+            _ => Some(f64::from(i % 50)),
+        })
+        .collect();
+    let label = Int64Array::from_iter_values((0..n).map(|i| i64::from(i % 3 != 2 || i % 50 >= 25)));
+    let batch =
+        RecordBatch::try_from_iter([("x", Arc::new(x) as ArrayRef), ("label", Arc::new(label) as ArrayRef)]).unwrap();
+    let model = fit(&batch, "n_rounds=10");
+    let probe = RecordBatch::try_from_iter([(
+        "x",
+        Arc::new(Float64Array::from(vec![None, Some(3.0), Some(40.0)])) as ArrayRef,
+    )])
+    .unwrap();
+    assert_eq!(model.predict_batch(&probe).unwrap().class_index(), vec![1, 0, 1]);
+}
+
+/// Sample weights enter the gradients: weighting class 1 up raises its probabilities.
+#[test]
+fn sample_weights_shift_the_model() {
+    let batch = read("flights_cls_train.parquet").slice(0, 20_000);
+    let labels = labels_i64(&batch);
+    let weights = Float64Array::from_iter_values(labels.iter().map(|&l| if l == 1 { 5.0 } else { 1.0 }));
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(weights));
+    let mut fields: Vec<_> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(arrow::datatypes::Field::new("w", arrow::datatypes::DataType::Float64, false));
+    let weighted = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
+    let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap();
+    let data =
+        TrainingData::from_batches(&weighted.schema(), std::slice::from_ref(&weighted), "label", None, Some("w"), None)
+            .unwrap();
+    let heavy = train(&data, &params, &|_| {}).unwrap();
+    assert!(heavy.features.iter().all(|f| f.name != "w"), "the weight column is not a feature");
+    let plain = fit(&batch, "n_rounds=10");
+    let mean_p1 = |m: &Model| {
+        let p = m.predict_batch(&batch).unwrap();
+        p.values.chunks_exact(2).map(|c| c[1]).sum::<f64>() / batch.num_rows() as f64
+    };
+    assert!(mean_p1(&heavy) > mean_p1(&plain) + 0.05, "{} vs {}", mean_p1(&heavy), mean_p1(&plain));
+}
+
+/// `split_method=exact` trains boosted trees on a bin per distinct value.
+#[test]
+fn exact_boosting_trains_and_is_accurate() {
+    let train_batch = read("diamonds_reg_train.parquet").slice(0, 5_000);
+    let test = read("diamonds_reg_test.parquet").slice(0, 2_000);
+    let exact = fit(&train_batch, "n_rounds=20 split_method=exact");
+    let carat = exact.features.iter().find(|f| f.name == "carat").unwrap();
+    let distinct: std::collections::BTreeSet<u64> = train_batch
+        .column_by_name("carat")
+        .unwrap()
+        .as_primitive::<Float64Type>()
+        .values()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(carat.mapper.n_bins(), distinct.len() + 1, "a bin per distinct value, plus the missing bin");
+    assert!(rmse(&exact, &test) < 0.15, "RMSE {}", rmse(&exact, &test));
+}

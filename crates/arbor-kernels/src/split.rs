@@ -17,6 +17,10 @@ pub enum Criterion {
     },
 }
 
+/// Observations' worth of the node's mean response added to each category's
+/// when categories are ordered for a subset split (LightGBM's `cat_smooth`).
+pub const CATEGORY_SMOOTHING: f64 = 10.0;
+
 /// Limits a split must respect (seed 000 "Termination Criteria").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SplitConstraints {
@@ -250,6 +254,15 @@ pub fn best_split(
             }
             _ => 0,
         };
+        // Each category's response, smoothed towards the node's by CATEGORY_SMOOTHING
+        // observations' worth: a category seen a few times in the node sorts near
+        // the middle instead of at an end, where its noise would pick the split.
+        let (_, total_weight) = count_weight(&total, criterion);
+        let node_mean = match criterion {
+            Criterion::Mse => total[2] / total_weight,
+            Criterion::Newton { .. } => 0.0,
+            Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
+        };
         let key = |b: usize| {
             let s = bin(b);
             let (_, w) = count_weight(s, criterion);
@@ -258,11 +271,7 @@ pub fn best_split(
                 Criterion::Newton { lambda } => (s[1], w + lambda),
                 Criterion::Gini | Criterion::Entropy => (s[key_class], w),
             };
-            if den > 0.0 {
-                num / den
-            } else {
-                0.0
-            }
+            (num + CATEGORY_SMOOTHING * node_mean) / (den + CATEGORY_SMOOTHING)
         };
         let mut order: Vec<usize> = (0..n_bins).filter(|&b| occupied(b)).collect();
         if order.len() < 2 {

@@ -27,6 +27,16 @@ impl Default for QuantizeParams {
     }
 }
 
+impl QuantizeParams {
+    /// Seed "dense" / `split_method=exact`: every distinct value gets a bin of
+    /// its own, so every midpoint between consecutive values is a candidate
+    /// threshold (up to 65,535 distinct values per feature; a feature with
+    /// more is binned by quantiles into that many).
+    pub fn exact() -> QuantizeParams {
+        QuantizeParams { max_bins: 65_536, min_bin_size: 1 }
+    }
+}
+
 /// Maps a feature's raw values to bins; stored in the model so prediction
 /// sees values exactly as training did.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -239,6 +249,14 @@ mod tests {
         values.extend(vec![3.0; 100]);
         let edges = quantile_edges(&values, &params(256, 5));
         assert_eq!(edges, vec![0.5], "1.0 and 2.0 are too rare for bins of their own");
+    }
+
+    #[test]
+    fn exact_gives_every_distinct_value_a_bin() {
+        let values: Vec<f64> = (0..3000).map(|i| ((i * 7919) % 1000) as f64 / 8.0).collect();
+        let edges = quantile_edges(&values, &QuantizeParams::exact());
+        assert_eq!(edges.len(), 999, "1000 distinct values, an edge between each pair");
+        assert_eq!(edges[0], 0.0625, "midway between 0 and 0.125");
     }
 
     #[test]
