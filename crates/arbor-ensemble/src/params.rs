@@ -172,11 +172,7 @@ impl Default for ForestParams {
 impl ForestParams {
     /// How features are binned: quantiles (`hist`) or a bin per value (`exact`).
     pub fn quantize_params(&self) -> QuantizeParams {
-        if self.exact {
-            QuantizeParams::exact()
-        } else {
-            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
-        }
+        binning(self.exact, self.max_bins, self.min_bin_size)
     }
 
     /// Features tried per node for `p` features and a task.
@@ -285,11 +281,7 @@ impl Default for BoostingParams {
 impl BoostingParams {
     /// How features are binned: quantiles (`hist`, seed "inexact") or a bin per value (`exact`).
     pub fn quantize_params(&self) -> QuantizeParams {
-        if self.exact {
-            QuantizeParams::exact()
-        } else {
-            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
-        }
+        binning(self.exact, self.max_bins, self.min_bin_size)
     }
 
     /// Features tried per node for `p` features (`Default` means all).
@@ -426,6 +418,15 @@ pub const OPTION_KEYS: &[&str] = &[
     "early_stopping_rounds",
     "validation_fraction",
 ];
+
+/// The binning of `split_method`: exact, or quantiles with `max_bins` and `min_bin_size`.
+fn binning(exact: bool, max_bins: usize, min_bin_size: usize) -> QuantizeParams {
+    if exact {
+        QuantizeParams::exact()
+    } else {
+        QuantizeParams { max_bins, min_bin_size }
+    }
+}
 
 fn invalid(key: &str, message: impl Into<String>) -> ArborError {
     ArborError::InvalidOption { key: key.to_owned(), message: message.into() }
