@@ -300,29 +300,8 @@ pub(crate) fn grow_tree(
 /// Statistics of a set of rows, in histogram-bin layout.
 fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Vec<f64> {
     let mut stats = vec![0.0; target.stride()];
-    match *target {
-        Target::Classes { labels, n_classes } => {
-            for &r in rows {
-                stats[labels[r as usize] as usize] += weights[r as usize];
-                stats[n_classes] += counts[r as usize];
-            }
-        }
-        Target::Values { y } => {
-            for &r in rows {
-                let (r, w) = (r as usize, weights[r as usize]);
-                stats[0] += counts[r];
-                stats[1] += w;
-                stats[2] += w * y[r];
-            }
-        }
-        Target::Gradients { grad, hess } => {
-            for &r in rows {
-                let r = r as usize;
-                stats[0] += counts[r];
-                stats[1] += grad[r];
-                stats[2] += hess[r];
-            }
-        }
+    for &r in rows {
+        target.add_row(&mut stats, r as usize, weights, counts);
     }
     stats
 }

@@ -29,6 +29,27 @@ pub enum Target<'a> {
 }
 
 impl Target<'_> {
+    /// Adds row `r`'s statistics to one histogram cell (`stride()` values).
+    #[inline(always)]
+    pub fn add_row(&self, cell: &mut [f64], r: usize, weights: &[f64], counts: &[f64]) {
+        match *self {
+            Target::Classes { labels, n_classes } => {
+                cell[labels[r] as usize] += weights[r];
+                cell[n_classes] += counts[r];
+            }
+            Target::Values { y } => {
+                cell[0] += counts[r];
+                cell[1] += weights[r];
+                cell[2] += weights[r] * y[r];
+            }
+            Target::Gradients { grad, hess } => {
+                cell[0] += counts[r];
+                cell[1] += grad[r];
+                cell[2] += hess[r];
+            }
+        }
+    }
+
     /// Statistics per bin: class weights then count for classes; count, weight
     /// and weighted sum of `y` for values; count, gradient and hessian sums for gradients.
     pub fn stride(&self) -> usize {
@@ -113,24 +134,7 @@ impl CompactHistogram {
             while self.bins[slot] != b {
                 slot += 1;
             }
-            let cell = &mut self.hist[slot * stride..(slot + 1) * stride];
-            let r = r as usize;
-            match *target {
-                Target::Classes { labels, n_classes } => {
-                    cell[labels[r] as usize] += weights[r];
-                    cell[n_classes] += counts[r];
-                }
-                Target::Values { y } => {
-                    cell[0] += counts[r];
-                    cell[1] += weights[r];
-                    cell[2] += weights[r] * y[r];
-                }
-                Target::Gradients { grad, hess } => {
-                    cell[0] += counts[r];
-                    cell[1] += grad[r];
-                    cell[2] += hess[r];
-                }
-            }
+            target.add_row(&mut self.hist[slot * stride..(slot + 1) * stride], r as usize, weights, counts);
         }
     }
 }

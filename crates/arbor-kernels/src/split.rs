@@ -63,8 +63,9 @@ impl SplitRule {
         match self {
             SplitRule::Threshold { bin, missing_left } => {
                 let i = *bin as usize;
+                // In u32: two bins near 65,535 (exact splits) would overflow u16.
                 let real = match bins.get(i + 1) {
-                    Some(&next) => (bins[i] + next) / 2,
+                    Some(&next) => ((u32::from(bins[i]) + u32::from(next)) / 2) as u16,
                     None => bins[i],
                 };
                 SplitRule::Threshold { bin: real, missing_left: *missing_left }
@@ -259,6 +260,7 @@ pub fn best_split(
         // the middle instead of at an end, where its noise would pick the split.
         let (_, total_weight) = count_weight(&total, criterion);
         let node_mean = match criterion {
+            _ if total_weight <= 0.0 => 0.0,
             Criterion::Mse => total[2] / total_weight,
             Criterion::Newton { .. } => 0.0,
             Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
@@ -377,6 +379,13 @@ mod tests {
         let s = best_split(&hist, 3, Criterion::Gini, &SplitConstraints::default(), false).unwrap();
         assert_eq!(s.rule, SplitRule::Threshold { bin: 4, missing_left: true });
         assert_eq!((s.left[2], s.right[2]), (4.0, 3.0));
+    }
+
+    #[test]
+    fn expanding_a_rule_between_high_bins_does_not_overflow() {
+        let rule = SplitRule::Threshold { bin: 1, missing_left: false };
+        let expanded = rule.expand(&[0, 65_000, 65_535], 65_536, false);
+        assert_eq!(expanded, SplitRule::Threshold { bin: 65_267, missing_left: false });
     }
 
     #[test]
