@@ -69,6 +69,9 @@ enum Command {
         /// A training option KEY=VALUE (repeatable), e.g. --set n_trees=200.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Random forests: write each training row's out-of-bag prediction and error here (Parquet).
+        #[arg(long, value_name = "FILE")]
+        oob_output: Option<PathBuf>,
     },
     /// Score a Parquet file with a model.
     Predict {
@@ -124,7 +127,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match cli.command {
-        Command::Train { input, label, output, task, algorithm, features, weight, set } => {
+        Command::Train { input, label, output, task, algorithm, features, weight, set, oob_output } => {
             let args = TrainArgs {
                 input,
                 label,
@@ -140,6 +143,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 features,
                 weight,
                 set,
+                oob_output,
             };
             let report = commands::train(&args)?;
             eprintln!("{report}");

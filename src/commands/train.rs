@@ -1,9 +1,14 @@
 //! `arbor train`: a Parquet file in, a model file out.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
-use arbor_ensemble::{Algorithm, Progress, TrainParams, TrainingData};
+use arbor_ensemble::{Algorithm, Model, OobObservation, OutOfBag, Progress, Target, TrainParams, TrainingData};
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
+use arrow::compute::kernels::boolean::not;
+use arrow::compute::nullif;
+use parquet::arrow::ArrowWriter;
 
 use super::{parquet_io, progress, AtomicFile};
 use crate::CliError;
@@ -27,6 +32,9 @@ pub struct TrainArgs {
     pub weight: Option<String>,
     /// `KEY=VALUE` options.
     pub set: Vec<String>,
+    /// Where per-row out-of-bag predictions and errors are written (Parquet);
+    /// implies `oob_per_observation=true`.
+    pub oob_output: Option<PathBuf>,
 }
 
 /// Trains a model and writes it; returns a one-line report.
@@ -42,6 +50,15 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         let (key, value) =
             pair.split_once('=').ok_or_else(|| CliError::Usage(format!("--set expects KEY=VALUE, got '{pair}'")))?;
         params.set(key.trim(), value.trim())?;
+    }
+    if args.oob_output.is_some() {
+        params.set("oob_per_observation", "true")?;
+    } else if params.forest.oob_per_observation && params.algorithm.0 == Algorithm::RandomForest {
+        return Err(CliError::Usage(
+            "oob_per_observation=true gives a prediction and an error per training row: \
+             name the Parquet file for them with --oob-output FILE"
+                .into(),
+        ));
     }
     let start = Instant::now();
     let (schema, batches) = parquet_io::read_all(&args.input)?;
@@ -59,15 +76,27 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         Algorithm::GradientBoosting => (params.boosting.n_rounds, "rounds"),
     };
     let bar = progress::bar(total as u64, what);
-    let model = arbor_ensemble::train(&data, &params, &|p: &Progress| {
+    let on_progress = |p: &Progress| {
         bar.set_position(p.done as u64);
         match (p.train_loss, p.valid_loss) {
             (Some(train), Some(valid)) => bar.set_message(format!("loss {train:.5} (validation {valid:.5})")),
             (Some(train), None) => bar.set_message(format!("loss {train:.5}")),
             _ => {}
         }
-    })?;
+    };
+    let (model, oob) = match params.algorithm.0 {
+        Algorithm::RandomForest => arbor_ensemble::train_forest_with_oob(&data, &params, &on_progress)?,
+        Algorithm::GradientBoosting => (arbor_ensemble::train(&data, &params, &on_progress)?, None),
+    };
     bar.finish_and_clear();
+    let oob_report = match (&args.oob_output, &oob) {
+        (Some(path), Some(oob)) => {
+            write_oob(path, &model, &data, oob)?;
+            format!("; out-of-bag error {:.6} on {} rows, per row in {}", oob.error, oob.rows, path.display())
+        }
+        (None, Some(oob)) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
+        _ => String::new(),
+    };
     let bytes = model.to_bytes();
     AtomicFile::write_all(&args.output, &bytes)?;
     let stopped = match model.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()) {
@@ -78,7 +107,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         None => String::new(),
     };
     Ok(format!(
-        "trained {} {} {} trees on {} rows ({} skipped: null label) in {:.2}s; wrote {} ({} bytes){stopped}",
+        "trained {} {} {} trees on {} rows ({} skipped: null label) in {:.2}s; wrote {} ({} bytes){stopped}{oob_report}",
         model.trees.len(),
         model.task.name(),
         model.algorithm.name(),
@@ -88,4 +117,43 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         args.output.display(),
         bytes.len()
     ))
+}
+
+/// Writes per-row out-of-bag results: the label, `oob_prediction` and
+/// `oob_error` (null for rows that were in every tree's bag), one row per
+/// training row with a non-null label, in input order.
+fn write_oob(path: &Path, model: &Model, data: &TrainingData, oob: &OutOfBag) -> Result<(), CliError> {
+    let rows = oob.per_observation.as_ref().ok_or_else(|| CliError::Usage("no per-row out-of-bag results".into()))?;
+    let present = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_some())));
+    let prediction: ArrayRef = match (&data.target, &model.label.classes) {
+        (Target::Classes(labels), Some(classes)) => {
+            let label_type = model.label.arrow_type()?;
+            let index: Vec<u32> = rows.iter().map(|o| o.prediction.unwrap_or(0.0) as u32).collect();
+            let label = classes.take(labels, &label_type)?;
+            let predicted = classes.take(&index, &label_type)?;
+            let predicted = nullif(&predicted, &not(&present)?)?;
+            return write_oob_columns(path, &model.label.name, label, predicted, rows);
+        }
+        _ => Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.prediction))),
+    };
+    let Target::Values(y) = &data.target else { unreachable!("classification returned above") };
+    write_oob_columns(path, &model.label.name, Arc::new(Float64Array::from(y.clone())), prediction, rows)
+}
+
+fn write_oob_columns(
+    path: &Path,
+    label_name: &str,
+    label: ArrayRef,
+    prediction: ArrayRef,
+    rows: &[OobObservation],
+) -> Result<(), CliError> {
+    let error: ArrayRef = Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.error)));
+    let batch =
+        RecordBatch::try_from_iter([(label_name, label), ("oob_prediction", prediction), ("oob_error", error)])?;
+    let mut file = AtomicFile::create(path)?;
+    let mut writer = ArrowWriter::try_new(file.file().try_clone().map_err(CliError::io(path))?, batch.schema(), None)
+        .map_err(CliError::parquet(path))?;
+    writer.write(&batch).map_err(CliError::parquet(path))?;
+    writer.close().map_err(CliError::parquet(path))?;
+    file.commit()
 }

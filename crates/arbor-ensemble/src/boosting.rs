@@ -13,7 +13,7 @@ use crate::label::Target;
 use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::tree::Tree;
-use crate::tree_builder::{grow_tree, GrowSettings};
+use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -34,6 +34,7 @@ pub fn train_boosting(
     let n_features = data.columns.len();
     let features_per_node = bp.features_per_node(n_features)?;
     let matrix = BinnedMatrix::fit(&data.columns, &bp.quantize_params());
+    let ranges = bp.exact.then(|| bin_ranges(&data.columns, &matrix));
     let n = data.n_rows();
     let weight: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
     let target = match &data.target {
@@ -58,6 +59,8 @@ pub fn train_boosting(
         // Gains are G²/(H+λ) sums, twice seed 004's loss reduction; a split must reduce the loss.
         min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
         leaf_scale: bp.learning_rate,
+        random_splitter: false,
+        max_leaf_nodes: 0,
     };
 
     let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);
@@ -76,7 +79,16 @@ pub fn train_boosting(
         for output in 0..outputs {
             loss.gradients(&target, &rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
             let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
-            let grown = grow_tree(&matrix, &kernel_target, rows.clone(), &counts, &counts, &settings, &mut rng);
+            let grown = grow_tree(
+                &matrix,
+                &kernel_target,
+                rows.clone(),
+                &counts,
+                &counts,
+                &settings,
+                ranges.as_ref(),
+                &mut rng,
+            );
             for (g, acc) in grown.gain_per_feature.iter().zip(gain_per_feature.iter_mut()) {
                 *acc += g;
             }

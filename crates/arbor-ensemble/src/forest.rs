@@ -1,5 +1,5 @@
 //! Random forest training (seed 000): bootstrap sets, trees grown in parallel
-//! with per-tree random streams, and mean-decrease-of-impurity importance.
+//! with per-tree random streams, out-of-bag error and variable importance.
 
 use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::BinnedMatrix;
@@ -10,7 +10,9 @@ use rayon::prelude::*;
 use crate::dataset::TrainingData;
 use crate::label::Target;
 use crate::model::{Feature, Model};
-use crate::tree_builder::{grow_tree, GrowSettings};
+use crate::out_of_bag::{self, OutOfBag, TreeOob};
+use crate::tree::Tree;
+use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
@@ -29,12 +31,23 @@ pub fn train_forest(
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
+    train_forest_with_oob(data, params, on_progress).map(|(model, _)| model)
+}
+
+/// Trains a random forest and returns, besides the model, its out-of-bag
+/// results when `oob`, `oob_per_observation` or an MDA importance was asked.
+pub fn train_forest_with_oob(
+    data: &TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<(Model, Option<OutOfBag>)> {
     let task = data.task;
     params.validate(task)?;
     let fp = &params.forest;
     let n_features = data.columns.len();
     let m = fp.features_per_node(n_features, task)?;
     let matrix = BinnedMatrix::fit(&data.columns, &fp.quantize_params());
+    let ranges = fp.exact.then(|| bin_ranges(&data.columns, &matrix));
 
     let target = match &data.target {
         Target::Classes(labels) => {
@@ -52,6 +65,12 @@ pub fn train_forest(
     let sample_weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
     let n_draws = ((fp.sample_fraction * n as f64).round() as usize).clamp(1, n);
     let done = AtomicUsize::new(0);
+    let mda = matches!(fp.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
+    let want_oob = fp.oob || fp.oob_per_observation || mda;
+    let width = match &data.target {
+        Target::Classes(_) => data.label.classes.as_ref().map_or(0, |c| c.len()),
+        Target::Values(_) => 1,
+    };
 
     let trees: Vec<_> = (0..fp.n_trees)
         .into_par_iter()
@@ -87,16 +106,21 @@ pub fn train_forest(
                 impurity_threshold: fp.impurity_threshold,
                 min_gain: fp.min_impurity_decrease * root_weight,
                 leaf_scale: 1.0,
+                random_splitter: fp.random_splitter,
+                max_leaf_nodes: fp.max_leaf_nodes,
             };
-            let grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, &mut rng);
+            let grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
+            let oob = want_oob.then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, mda, &mut rng));
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;
             on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
-            grown
+            (grown, oob)
         })
         .collect();
+    let (trees, per_tree_oob): (Vec<_>, Vec<_>) = trees.into_iter().unzip();
+    let per_tree_oob: Vec<TreeOob> = per_tree_oob.into_iter().flatten().collect();
 
     // MDI (seed 000): each tree's impurity decreases, normalized per tree, averaged, normalized.
-    let importance = (fp.importance == ImportanceKind::Mdi).then(|| {
+    let mdi = (fp.importance == ImportanceKind::Mdi).then(|| {
         let mut total = vec![0.0; n_features];
         for t in &trees {
             let sum: f64 = t.gain_per_feature.iter().sum();
@@ -108,21 +132,30 @@ pub fn train_forest(
         }
         normalized(total)
     });
+    let tree_list: Vec<Tree> = trees.into_iter().map(|t| t.tree).collect();
+    let oob = want_oob
+        .then(|| out_of_bag::aggregate(&per_tree_oob, &tree_list, data, fp.voting, width, fp.oob_per_observation));
+    let importance = match fp.importance {
+        ImportanceKind::MdaRaw => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, false)),
+        ImportanceKind::MdaScaled => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, true)),
+        _ => mdi,
+    };
 
-    Ok(Model {
+    let model = Model {
         task,
         algorithm: Algorithm::RandomForest,
         label: data.label.clone(),
         features: model_features(data, &matrix),
-        trees: trees.into_iter().map(|t| t.tree).collect(),
+        trees: tree_list,
         voting: fp.voting,
         importance,
-        oob_error: None,
+        oob_error: oob.as_ref().filter(|_| fp.oob || fp.oob_per_observation).map(|o| o.error),
         params: params.describe(task, n_features, None),
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
-    })
+    };
+    Ok((model, oob.filter(|_| fp.oob || fp.oob_per_observation)))
 }
 
 /// The model's view of the training features: names, types and bins.

@@ -30,7 +30,9 @@ mod forest;
 mod label;
 mod loss;
 mod model;
+mod model_builder;
 mod model_format;
+mod out_of_bag;
 mod params;
 mod predict;
 mod summary;
@@ -40,10 +42,12 @@ mod tree_builder;
 pub use boosting::train_boosting;
 pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
 pub use error::{ArborError, Result};
-pub use forest::{train_forest, tree_rng};
+pub use forest::{train_forest, train_forest_with_oob, tree_rng};
 pub use label::{default_task, Classes, LabelInfo, Target};
 pub use model::{Boosting, EarlyStopping, Feature, Model};
+pub use model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 pub use model_format::{fingerprint, FORMAT_VERSION, MAGIC};
+pub use out_of_bag::{OobObservation, OutOfBag};
 pub use params::{
     Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
     TrainParams, Voting, OPTION_KEYS,

@@ -62,7 +62,8 @@ pub struct Model {
     pub trees: Vec<Tree>,
     /// How classification votes are combined.
     pub voting: Voting,
-    /// Importance per feature (sums to 1), when computed.
+    /// Importance per feature, when computed: MDI (or boosting's total gain)
+    /// sums to 1; MDA raw and scaled are as seed 000 defines them (error increases).
     pub importance: Option<Vec<f64>>,
     /// Out-of-bag error, when computed.
     pub oob_error: Option<f64>,

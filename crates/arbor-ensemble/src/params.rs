@@ -649,20 +649,22 @@ impl TrainParams {
             }
             return Ok(());
         }
-        let not_yet =
-            |key: &str, what: &str| invalid(key, format!("{what} is not implemented yet in this version of arbor"));
         let f = &self.forest;
-        if f.random_splitter {
-            return Err(not_yet("splitter", "random"));
-        }
-        if f.max_leaf_nodes > 0 {
-            return Err(not_yet("max_leaf_nodes", "best-first growth (max_leaf_nodes > 0)"));
-        }
-        if f.oob || f.oob_per_observation {
-            return Err(not_yet(if f.oob { "oob" } else { "oob_per_observation" }, "out-of-bag error"));
-        }
-        if matches!(f.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
-            return Err(not_yet("importance", "mean decrease of accuracy"));
+        let wants_oob = f.oob || f.oob_per_observation;
+        let mda = matches!(f.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
+        if (wants_oob || mda) && !f.bootstrap && f.sample_fraction >= 1.0 {
+            let key = if f.oob {
+                "oob"
+            } else if f.oob_per_observation {
+                "oob_per_observation"
+            } else {
+                "importance"
+            };
+            return Err(invalid(
+                key,
+                "needs out-of-bag rows: set bootstrap=true or sample_fraction below 1 \
+                 (every tree sees every row with bootstrap=false sample_fraction=1)",
+            ));
         }
         match (task, f.criterion) {
             (Task::Classification, CriterionKind::Mse) => {

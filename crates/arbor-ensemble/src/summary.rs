@@ -112,7 +112,14 @@ impl Model {
         }
         let _ =
             writeln!(s, "oob_error    {}", self.oob_error.map_or("not computed".to_string(), |e| format!("{e:.6}")));
-        let measure = if self.boosting.is_some() { "total gain" } else { "mean decrease of impurity" };
+        let kind = self.params.iter().find(|(k, _)| k == "importance").map_or("mdi", |(_, v)| v.as_str());
+        let measure = match kind {
+            "mda_raw" => "mean decrease of accuracy, raw",
+            "mda_scaled" => "mean decrease of accuracy, scaled",
+            "none" => "not computed",
+            _ if self.boosting.is_some() => "total gain",
+            _ => "mean decrease of impurity",
+        };
         let _ = writeln!(s, "features     (importance: {measure})");
         let mut order: Vec<usize> = (0..self.features.len()).collect();
         if let Some(imp) = &self.importance {

@@ -1,5 +1,5 @@
-//! Growing one tree depth-first on the binned matrix (seed 000 "Training",
-//! seed 004 "The algorithm for growing the tree").
+//! Growing one tree on the binned matrix, depth-first or best-first (seed 000
+//! "Tree Building Strategies", seed 004 "The algorithm for growing the tree").
 //!
 //! Two ways to look for a node's split:
 //! - a random subset of `features_per_node` features (random forests), each
@@ -9,8 +9,8 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, count_weight, occupied_bins, partition_rows, CompactHistogram, Criterion,
-    SplitCandidate, SplitConstraints, SplitRule, Target,
+    best_split, build_histogram, child_size, count_weight, occupied_bins, partition_rows, random_split,
+    CompactHistogram, Criterion, NodeRows, RandomSplit, SplitCandidate, SplitConstraints, SplitRule, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -36,6 +36,10 @@ pub(crate) struct GrowSettings {
     pub min_gain: f64,
     /// Boosting: leaves output `-G / (H + lambda)` times this (the learning rate).
     pub leaf_scale: f64,
+    /// Extra trees: one random split per feature tried instead of the best.
+    pub random_splitter: bool,
+    /// Most leaves, grown best-first (0 = depth-first without limit).
+    pub max_leaf_nodes: usize,
 }
 
 /// A grown tree and what training learns from it besides its structure.
@@ -113,188 +117,377 @@ impl Layout {
     }
 }
 
+/// A node waiting to be split, with what its split search found.
+struct Evaluated {
+    pending: Pending,
+    best: Option<(usize, SplitCandidate)>,
+    /// The node's histograms of every feature (subtraction mode), kept to derive a child's.
+    hist: Option<Vec<f64>>,
+}
+
+/// The range of raw values each bin of each numeric feature holds in
+/// training; with it, exact splits put their threshold midway between the
+/// node's neighbouring values, as CART does.
+pub(crate) type BinRanges = Vec<Vec<(f64, f64)>>;
+
+/// The per-bin value ranges of numeric features (empty for categorical ones).
+pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &BinnedMatrix) -> BinRanges {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(f, column)| match column {
+            arbor_quantize::FeatureColumn::Numeric(values) => {
+                let mapper = matrix.mapper(f);
+                let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); mapper.n_bins()];
+                for &v in values.iter().filter(|v| !v.is_nan()) {
+                    let r = &mut ranges[mapper.bin_value(v) as usize];
+                    *r = (r.0.min(v), r.1.max(v));
+                }
+                ranges
+            }
+            arbor_quantize::FeatureColumn::Categorical { .. } => Vec::new(),
+        })
+        .collect()
+}
+
 /// Grows a tree over `rows` (each once; `counts`/`weights` carry bootstrap
-/// multiplicities and sample weights, indexed by row id).
+/// multiplicities and sample weights, indexed by row id): depth-first, or
+/// best-first when `settings.max_leaf_nodes > 0`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
     target: &Target<'_>,
-    mut rows: Vec<u32>,
+    rows: Vec<u32>,
     weights: &[f64],
     counts: &[f64],
     settings: &GrowSettings,
+    ranges: Option<&BinRanges>,
     rng: &mut impl Rng,
 ) -> GrownTree {
-    let stride = target.stride();
     let n_features = matrix.n_features();
-    let all_features = settings.features_per_node >= n_features;
-    let layout = Layout::new(matrix, stride);
+    let stride = target.stride();
     let max_bins = (0..n_features).map(|f| matrix.mapper(f).n_bins()).max().unwrap_or(1);
-    let mut hist = vec![0.0; max_bins * stride];
-    let mut compact = CompactHistogram::default();
-    let mut scratch = Vec::with_capacity(rows.len());
-    let mut perm: Vec<usize> = (0..n_features).collect();
-    let mut gain_per_feature = vec![0.0; n_features];
-    let c = &settings.constraints;
-    let criterion = settings.criterion;
-    let may_split = |count: f64, weight: f64, depth: usize| {
-        (settings.max_depth == 0 || depth < settings.max_depth)
-            && count >= settings.min_samples_split
-            && count >= 2.0 * c.min_samples_leaf
-            && weight >= 2.0 * c.min_weight_leaf
-    };
-
     let root_stats = node_stats(target, &rows, weights, counts);
-    let mut nodes = vec![Node::Leaf { value: 0 }];
-    let mut values = Vec::new();
-    let mut leaves = Vec::new();
     let n = rows.len();
-    let mut stack = vec![Pending { node: 0, start: 0, end: n, depth: 0, stats: root_stats, hist: None }];
+    let mut grower = Grower {
+        matrix,
+        target,
+        weights,
+        counts,
+        settings,
+        ranges,
+        rng,
+        stride,
+        all_features: settings.features_per_node >= n_features && !settings.random_splitter,
+        layout: Layout::new(matrix, stride),
+        hist: vec![0.0; max_bins * stride],
+        compact: CompactHistogram::default(),
+        scratch: Vec::with_capacity(n),
+        perm: (0..n_features).collect(),
+        gain_per_feature: vec![0.0; n_features],
+        nodes: vec![Node::Leaf { value: 0 }],
+        values: Vec::new(),
+        leaves: Vec::new(),
+        rows,
+    };
+    let root = Pending { node: 0, start: 0, end: n, depth: 0, stats: root_stats, hist: None };
+    if settings.max_leaf_nodes == 0 {
+        grower.depth_first(root);
+    } else {
+        grower.best_first(root, settings.max_leaf_nodes);
+    }
+    let Grower { nodes, values, gain_per_feature, rows, leaves, .. } = grower;
+    GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves }
+}
 
-    while let Some(p) = stack.pop() {
-        let node_rows = &rows[p.start..p.end];
-        let (count, weight) = count_weight(&p.stats, criterion);
-        let splittable = may_split(count, weight, p.depth)
-            && impurity(&p.stats, target, criterion, node_rows, weights)
-                > settings.impurity_threshold.max(f64::EPSILON);
+/// The state of one tree's growth.
+struct Grower<'a, 't, R> {
+    matrix: &'a BinnedMatrix,
+    target: &'a Target<'t>,
+    weights: &'a [f64],
+    counts: &'a [f64],
+    settings: &'a GrowSettings,
+    ranges: Option<&'a BinRanges>,
+    rng: &'a mut R,
+    stride: usize,
+    /// Every feature is scanned at every node: keep histograms and subtract.
+    all_features: bool,
+    layout: Layout,
+    hist: Vec<f64>,
+    compact: CompactHistogram,
+    scratch: Vec<u32>,
+    perm: Vec<usize>,
+    gain_per_feature: Vec<f64>,
+    nodes: Vec<Node>,
+    values: Vec<f64>,
+    leaves: Vec<(usize, std::ops::Range<usize>)>,
+    rows: Vec<u32>,
+}
 
-        let mut node_hist = None;
-        let best: Option<(usize, SplitCandidate)> = if !splittable {
-            None
-        } else if all_features {
-            let h = p.hist.unwrap_or_else(|| layout.build(matrix, target, node_rows, weights, counts));
-            let candidates: Vec<Option<SplitCandidate>> = (0..n_features)
-                .into_par_iter()
-                .with_min_len(4)
-                .map(|f| {
-                    let fh = layout.feature(&h, f);
-                    (occupied_bins(fh, stride, criterion) >= 2)
-                        .then(|| best_split(fh, stride, criterion, c, matrix.mapper(f).is_categorical()))
-                        .flatten()
-                })
-                .collect();
-            node_hist = Some(h);
-            // The highest gain wins; on a tie, the lowest feature index.
-            let mut best: Option<(usize, SplitCandidate)> = None;
-            for (f, candidate) in candidates.into_iter().enumerate() {
-                if let Some(candidate) = candidate {
-                    if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
-                        best = Some((f, candidate));
-                    }
+impl<R: Rng> Grower<'_, '_, R> {
+    /// Seed 000 "Depth-first Strategy": split each node as it is reached, left subtree first.
+    fn depth_first(&mut self, root: Pending) {
+        let mut stack = vec![root];
+        while let Some(p) = stack.pop() {
+            let e = self.evaluate(p);
+            match e.best {
+                Some((f, split)) => {
+                    let (left, right) = self.split(e.pending, f, split, e.hist);
+                    stack.push(right);
+                    stack.push(left);
                 }
-            }
-            best
-        } else {
-            let mut best: Option<(usize, SplitCandidate)> = None;
-            let mut visited = 0;
-            for i in 0..n_features {
-                if visited >= settings.features_per_node {
-                    break;
-                }
-                let j = rng.random_range(i..n_features);
-                perm.swap(i, j);
-                let f = perm[i];
-                let n_bins = matrix.mapper(f).n_bins();
-                let categorical = matrix.mapper(f).is_categorical();
-                let candidate = if node_rows.len() * 2 < n_bins {
-                    // Few rows, many bins: scan only the bins the rows occupy.
-                    compact.build(matrix.column(f), node_rows, weights, counts, target);
-                    if occupied_bins(&compact.hist, stride, criterion) < 2 {
-                        continue; // constant here: does not count towards features_per_node
-                    }
-                    best_split(&compact.hist, stride, criterion, c, categorical).map(|mut s| {
-                        let unseen_left = count_weight(&s.left, criterion).0 >= count_weight(&s.right, criterion).0;
-                        s.rule = s.rule.expand(&compact.bins, n_bins, unseen_left);
-                        s
-                    })
-                } else {
-                    let h = &mut hist[..n_bins * stride];
-                    h.fill(0.0);
-                    build_histogram(matrix.column(f), node_rows, weights, counts, target, h);
-                    if occupied_bins(h, stride, criterion) < 2 {
-                        continue; // constant here: does not count towards features_per_node
-                    }
-                    best_split(h, stride, criterion, c, categorical)
-                };
-                visited += 1;
-                if let Some(candidate) = candidate {
-                    if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
-                        best = Some((f, candidate));
-                    }
-                }
-            }
-            best
-        };
-
-        match best {
-            Some((f, split)) if split.gain >= settings.min_gain => {
-                let mapper = matrix.mapper(f);
-                let goes_left = split.rule.goes_left(mapper.n_bins());
-                let test = match &split.rule {
-                    SplitRule::Threshold { bin, .. } => SplitTest::LessOrEqual(mapper.threshold(*bin)),
-                    SplitRule::Categories { goes_left } => {
-                        let mut words = vec![0u64; goes_left.len().div_ceil(64)];
-                        for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
-                            words[b / 64] |= 1 << (b % 64);
-                        }
-                        SplitTest::InCategories(words)
-                    }
-                };
-                let n_left = partition_rows(&mut rows[p.start..p.end], matrix.column(f), &goes_left, &mut scratch);
-                let left = nodes.len();
-                nodes.push(Node::Leaf { value: 0 });
-                nodes.push(Node::Leaf { value: 0 });
-                nodes[p.node] = Node::Split {
-                    feature: f as u32,
-                    test,
-                    default_left: goes_left[0],
-                    left: left as u32,
-                    right: left as u32 + 1,
-                };
-                gain_per_feature[f] += split.gain.max(0.0);
-                let mid = p.start + n_left;
-                let depth = p.depth + 1;
-                let (mut left_hist, mut right_hist) = (None, None);
-                if let Some(parent) = node_hist {
-                    let (nl, wl) = count_weight(&split.left, criterion);
-                    let (nr, wr) = count_weight(&split.right, criterion);
-                    let (want_left, want_right) = (may_split(nl, wl, depth), may_split(nr, wr, depth));
-                    if want_left || want_right {
-                        // Build the smaller child; the larger is the parent minus it.
-                        let left_smaller = n_left <= p.end - mid;
-                        let (small_rows, small_wanted, large_wanted) = if left_smaller {
-                            (&rows[p.start..mid], want_left, want_right)
-                        } else {
-                            (&rows[mid..p.end], want_right, want_left)
-                        };
-                        let small = layout.build(matrix, target, small_rows, weights, counts);
-                        let large = large_wanted.then(|| {
-                            let mut large = parent;
-                            large.iter_mut().zip(&small).for_each(|(l, s)| *l -= s);
-                            large
-                        });
-                        let small = small_wanted.then_some(small);
-                        (left_hist, right_hist) = if left_smaller { (small, large) } else { (large, small) };
-                    }
-                }
-                stack.push(Pending {
-                    node: left + 1,
-                    start: mid,
-                    end: p.end,
-                    depth,
-                    stats: split.right,
-                    hist: right_hist,
-                });
-                stack.push(Pending { node: left, start: p.start, end: mid, depth, stats: split.left, hist: left_hist });
-            }
-            _ => {
-                let offset = values.len();
-                nodes[p.node] = Node::Leaf { value: offset as u32 };
-                leaf_value(&p.stats, target, criterion, settings.leaf_scale, &mut values);
-                leaves.push((offset, p.start..p.end));
+                None => self.leaf(&e.pending),
             }
         }
     }
-    GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves }
+
+    /// Seed 000 "Best-first Strategy": always split the waiting node whose
+    /// split improves impurity most (`Δi·|D_t|`), until `max_leaves` leaves.
+    fn best_first(&mut self, root: Pending, max_leaves: usize) {
+        let mut waiting = vec![self.evaluate(root)];
+        while waiting.len() < max_leaves {
+            // The largest gain; on a tie, the node created first.
+            let pick = waiting.iter().enumerate().filter_map(|(i, e)| e.best.as_ref().map(|(_, s)| (i, s.gain))).fold(
+                None,
+                |best: Option<(usize, f64)>, (i, g)| match best {
+                    Some((_, bg)) if bg >= g => best,
+                    _ => Some((i, g)),
+                },
+            );
+            let Some((i, _)) = pick else { break };
+            let e = waiting.swap_remove(i);
+            let (f, split) = e.best.expect("picked for its split");
+            let (left, right) = self.split(e.pending, f, split, e.hist);
+            let left = self.evaluate(left);
+            let right = self.evaluate(right);
+            waiting.push(left);
+            waiting.push(right);
+        }
+        waiting.sort_by_key(|e| e.pending.node);
+        for e in waiting {
+            self.leaf(&e.pending);
+        }
+    }
+
+    fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
+        let s = self.settings;
+        (s.max_depth == 0 || depth < s.max_depth)
+            && count >= s.min_samples_split
+            && count >= 2.0 * s.constraints.min_samples_leaf
+            && weight >= 2.0 * s.constraints.min_weight_leaf
+    }
+
+    /// Finds a node's split: `best` is `None` when the node must be a leaf.
+    fn evaluate(&mut self, mut p: Pending) -> Evaluated {
+        let settings = self.settings;
+        let criterion = settings.criterion;
+        let (count, weight) = count_weight(&p.stats, criterion);
+        let node_rows = &self.rows[p.start..p.end];
+        let splittable = self.may_split(count, weight, p.depth)
+            && impurity(&p.stats, self.target, criterion, node_rows, self.weights)
+                > settings.impurity_threshold.max(f64::EPSILON);
+        if !splittable {
+            return Evaluated { pending: p, best: None, hist: None };
+        }
+        let known = p.hist.take();
+        let (best, hist) = if self.all_features {
+            let (best, hist) = self.best_of_all_features(&p, known);
+            (best, Some(hist))
+        } else {
+            (self.best_of_random_features(&p), None)
+        };
+        let best = best.filter(|(_, s)| s.gain >= settings.min_gain);
+        Evaluated { pending: p, best, hist }
+    }
+
+    /// Every feature's best split from the node's histograms (built, or known by subtraction).
+    fn best_of_all_features(
+        &mut self,
+        p: &Pending,
+        known: Option<Vec<f64>>,
+    ) -> (Option<(usize, SplitCandidate)>, Vec<f64>) {
+        let (matrix, stride, criterion) = (self.matrix, self.stride, self.settings.criterion);
+        let c = &self.settings.constraints;
+        let node_rows = &self.rows[p.start..p.end];
+        let h = known.unwrap_or_else(|| self.layout.build(matrix, self.target, node_rows, self.weights, self.counts));
+        let layout = &self.layout;
+        let candidates: Vec<Option<SplitCandidate>> = (0..matrix.n_features())
+            .into_par_iter()
+            .with_min_len(4)
+            .map(|f| {
+                let fh = layout.feature(&h, f);
+                (occupied_bins(fh, stride, criterion) >= 2)
+                    .then(|| best_split(fh, stride, criterion, c, matrix.mapper(f).is_categorical()))
+                    .flatten()
+            })
+            .collect();
+        // The highest gain wins; on a tie, the lowest feature index.
+        let mut best: Option<(usize, SplitCandidate)> = None;
+        for (f, candidate) in candidates.into_iter().enumerate() {
+            if let Some(candidate) = candidate {
+                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                    best = Some((f, candidate));
+                }
+            }
+        }
+        (best, h)
+    }
+
+    /// Seed 000: `m` features drawn without replacement (constant ones do not
+    /// count), each with its best split or, for the random splitter, a random one.
+    fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
+        let (matrix, stride, settings) = (self.matrix, self.stride, self.settings);
+        let (criterion, c) = (settings.criterion, &settings.constraints);
+        let n_features = matrix.n_features();
+        let node_rows = &self.rows[p.start..p.end];
+        let mut best: Option<(usize, SplitCandidate)> = None;
+        let mut visited = 0;
+        for i in 0..n_features {
+            if visited >= settings.features_per_node {
+                break;
+            }
+            let j = self.rng.random_range(i..n_features);
+            self.perm.swap(i, j);
+            let f = self.perm[i];
+            let mapper = matrix.mapper(f);
+            let n_bins = mapper.n_bins();
+            let categorical = mapper.is_categorical();
+            let candidate = if settings.random_splitter {
+                let node =
+                    NodeRows { rows: node_rows, weights: self.weights, counts: self.counts, target: self.target };
+                let rng = &mut *self.rng;
+                match random_split(matrix.column(f), mapper, node, criterion, c, &mut || rng.random::<f64>()) {
+                    RandomSplit::Constant => continue, // does not count towards features_per_node
+                    RandomSplit::Tried(candidate) => candidate,
+                }
+            } else if node_rows.len() * 2 < n_bins {
+                // Few rows, many bins: scan only the bins the rows occupy.
+                self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target);
+                if occupied_bins(&self.compact.hist, stride, criterion) < 2 {
+                    continue; // constant here: does not count towards features_per_node
+                }
+                best_split(&self.compact.hist, stride, criterion, c, categorical).map(|mut s| {
+                    let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
+                    s.rule = s.rule.expand(&self.compact.bins, n_bins, unseen_left);
+                    s
+                })
+            } else {
+                let h = &mut self.hist[..n_bins * stride];
+                h.fill(0.0);
+                build_histogram(matrix.column(f), node_rows, self.weights, self.counts, self.target, h);
+                if occupied_bins(h, stride, criterion) < 2 {
+                    continue; // constant here: does not count towards features_per_node
+                }
+                best_split(h, stride, criterion, c, categorical)
+            };
+            visited += 1;
+            if let Some(candidate) = candidate {
+                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                    best = Some((f, candidate));
+                }
+            }
+        }
+        best
+    }
+
+    /// Makes `p` a split node on feature `f`; returns its children, left then right.
+    fn split(
+        &mut self,
+        p: Pending,
+        f: usize,
+        split: SplitCandidate,
+        node_hist: Option<Vec<f64>>,
+    ) -> (Pending, Pending) {
+        let (matrix, criterion) = (self.matrix, self.settings.criterion);
+        let mapper = matrix.mapper(f);
+        let goes_left = split.rule.goes_left(mapper.n_bins());
+        let n_left = partition_rows(&mut self.rows[p.start..p.end], matrix.column(f), &goes_left, &mut self.scratch);
+        let mid = p.start + n_left;
+        let test = match &split.rule {
+            SplitRule::Threshold { bin, .. } => {
+                SplitTest::LessOrEqual(self.threshold(f, *bin, p.start..mid, mid..p.end))
+            }
+            SplitRule::Categories { goes_left } => {
+                let mut words = vec![0u64; goes_left.len().div_ceil(64)];
+                for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
+                    words[b / 64] |= 1 << (b % 64);
+                }
+                SplitTest::InCategories(words)
+            }
+        };
+        let left = self.nodes.len();
+        self.nodes.push(Node::Leaf { value: 0 });
+        self.nodes.push(Node::Leaf { value: 0 });
+        self.nodes[p.node] = Node::Split {
+            feature: f as u32,
+            test,
+            default_left: goes_left[0],
+            left: left as u32,
+            right: left as u32 + 1,
+        };
+        self.gain_per_feature[f] += split.gain.max(0.0);
+        let depth = p.depth + 1;
+        let (mut left_hist, mut right_hist) = (None, None);
+        if let Some(parent) = node_hist {
+            let (nl, wl) = count_weight(&split.left, criterion);
+            let (nr, wr) = count_weight(&split.right, criterion);
+            let (want_left, want_right) = (self.may_split(nl, wl, depth), self.may_split(nr, wr, depth));
+            if want_left || want_right {
+                // Build the smaller child; the larger is the parent minus it.
+                let left_smaller = n_left <= p.end - mid;
+                let (small_rows, small_wanted, large_wanted) = if left_smaller {
+                    (&self.rows[p.start..mid], want_left, want_right)
+                } else {
+                    (&self.rows[mid..p.end], want_right, want_left)
+                };
+                let small = self.layout.build(matrix, self.target, small_rows, self.weights, self.counts);
+                let large = large_wanted.then(|| {
+                    let mut large = parent;
+                    large.iter_mut().zip(&small).for_each(|(l, s)| *l -= s);
+                    large
+                });
+                let small = small_wanted.then_some(small);
+                (left_hist, right_hist) = if left_smaller { (small, large) } else { (large, small) };
+            }
+        }
+        (
+            Pending { node: left, start: p.start, end: mid, depth, stats: split.left, hist: left_hist },
+            Pending { node: left + 1, start: mid, end: p.end, depth, stats: split.right, hist: right_hist },
+        )
+    }
+
+    /// The raw threshold of a numeric split after value bin `bin`: the bin's
+    /// upper edge, or with known bin ranges (exact splits), midway between
+    /// the largest value sent left and the smallest sent right.
+    fn threshold(&self, f: usize, bin: u16, left: std::ops::Range<usize>, right: std::ops::Range<usize>) -> f64 {
+        let mapper = self.matrix.mapper(f);
+        let Some(ranges) = self.ranges.map(|r| &r[f]).filter(|r| !r.is_empty()) else {
+            return mapper.threshold(bin);
+        };
+        let column = self.matrix.column(f);
+        let last_left = self.rows[left].iter().map(|&r| column.get(r as usize)).max().unwrap_or(0);
+        let first_right = self.rows[right].iter().map(|&r| column.get(r as usize)).filter(|&b| b > 0).min();
+        match first_right {
+            Some(first_right) if last_left > 0 => {
+                let (a, b) = (ranges[last_left as usize].1, ranges[first_right as usize].0);
+                let m = a / 2.0 + b / 2.0;
+                if m >= b || !m.is_finite() {
+                    a
+                } else {
+                    m
+                }
+            }
+            _ => mapper.threshold(bin),
+        }
+    }
+
+    /// Makes `p` a leaf holding its class distribution or value.
+    fn leaf(&mut self, p: &Pending) {
+        let offset = self.values.len();
+        self.nodes[p.node] = Node::Leaf { value: offset as u32 };
+        leaf_value(&p.stats, self.target, self.settings.criterion, self.settings.leaf_scale, &mut self.values);
+        self.leaves.push((offset, p.start..p.end));
+    }
 }
 
 /// Statistics of a set of rows, in histogram-bin layout.

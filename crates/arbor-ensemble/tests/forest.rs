@@ -1,47 +1,14 @@
 //! Random forest behaviour on real data (bundled NYC flights and diamonds subsets)
 //! and on small synthetic tables where the right answer is known.
 
-use std::fs::File;
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use arbor_ensemble::{train, Model, Task, TrainParams, TrainingData};
+use arbor_ensemble::{Model, Task, TrainParams};
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
-use arrow::compute::concat_batches;
-use arrow::datatypes::{Int32Type, Int64Type};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow::datatypes::Int32Type;
 
-fn data_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
-}
-
-/// The first `rows` rows of a bundled Parquet file, as one batch.
-fn read(name: &str, rows: usize) -> RecordBatch {
-    let file = File::open(data_path(name)).unwrap();
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
-    let schema = builder.schema().clone();
-    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
-    let all = concat_batches(&schema, &batches).unwrap();
-    all.slice(0, rows.min(all.num_rows()))
-}
-
-fn fit(batch: &RecordBatch, options: &str) -> Model {
-    let params = TrainParams::parse_options(options).unwrap();
-    let data =
-        TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
-            .unwrap();
-    train(&data, &params, &|_| {}).unwrap()
-}
-
-fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
-    let p = model.predict_batch(test).unwrap();
-    let predicted = model.prediction_array(&p).unwrap();
-    let truth = test.column_by_name("label").unwrap();
-    let predicted = arrow::compute::cast(&predicted, &arrow::datatypes::DataType::Int64).unwrap();
-    let truth = arrow::compute::cast(truth, &arrow::datatypes::DataType::Int64).unwrap();
-    let (predicted, truth) = (predicted.as_primitive::<Int64Type>(), truth.as_primitive::<Int64Type>());
-    (0..truth.len()).filter(|&i| predicted.value(i) == truth.value(i)).count() as f64 / truth.len() as f64
-}
+mod common;
+use common::{accuracy, fit, read, rmse};
 
 #[test]
 fn flights_subset_classification_is_accurate() {
@@ -194,16 +161,16 @@ fn string_labels_come_back_as_strings() {
 /// strings ordinal-coded, as the peers saw them, arbor reaches 0.8995).
 #[test]
 fn full_data_reaches_the_reference_accuracy() {
-    let model = fit(&read("flights_cls_train.parquet", usize::MAX), "");
+    let model = fit(&read("flights_cls_train.parquet", usize::MAX), "oob=true");
     assert_eq!(model.trees.len(), 100);
     let acc = accuracy(&model, &read("flights_cls_test.parquet", usize::MAX));
     assert!(acc >= 0.897, "flights accuracy {acc}");
+    // Seed 000: the out-of-bag error estimates the held-out error.
+    let oob = model.oob_error.expect("oob=true computes it");
+    assert!((oob - (1.0 - acc)).abs() <= 0.01, "oob error {oob} vs held-out error {}", 1.0 - acc);
 
     let model = fit(&read("diamonds_reg_train.parquet", usize::MAX), "max_features=3 min_samples_leaf=5");
-    let test = read("diamonds_reg_test.parquet", usize::MAX);
-    let p = model.predict_batch(&test).unwrap();
-    let y = test.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
-    let rmse = (p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt();
+    let rmse = rmse(&model, &read("diamonds_reg_test.parquet", usize::MAX));
     assert!(rmse <= 0.106, "diamonds RMSE {rmse}");
 }
 

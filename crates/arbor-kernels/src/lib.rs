@@ -23,10 +23,13 @@
 pub mod dispatch;
 mod histogram;
 mod partition;
+mod random_split;
 mod split;
 
 pub use histogram::{build_histogram, CompactHistogram, Target};
 pub use partition::partition_rows;
+pub use random_split::{random_split, NodeRows, RandomSplit};
 pub use split::{
-    best_split, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints, SplitRule,
+    best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
+    SplitRule,
 };

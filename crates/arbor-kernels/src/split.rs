@@ -120,6 +120,19 @@ pub fn count_weight(stats: &[f64], criterion: Criterion) -> (f64, f64) {
     }
 }
 
+/// How much data a child holds when deciding where unseen categories and
+/// absent missing values go ("the larger child"): the weight for impurity
+/// criteria, so a sample weight of 2 counts as the row twice; the row count
+/// for boosting, whose weight is the hessian.
+#[inline]
+pub fn child_size(stats: &[f64], criterion: Criterion) -> f64 {
+    let (count, weight) = count_weight(stats, criterion);
+    match criterion {
+        Criterion::Newton { .. } => count,
+        _ => weight,
+    }
+}
+
 /// `−W·i(t)` up to a term that is the same for a node and its children, so
 /// that a split's gain is `score(L) + score(R) − score(parent)`.
 #[inline]
@@ -159,7 +172,7 @@ pub fn node_score(stats: &[f64], criterion: Criterion) -> f64 {
 
 /// The running best of a scan, with reusable buffers so that trying a
 /// candidate allocates nothing.
-struct Scan<'a> {
+pub(crate) struct Scan<'a> {
     criterion: Criterion,
     constraints: &'a SplitConstraints,
     parent_score: f64,
@@ -170,7 +183,7 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64]) -> Self {
+    pub(crate) fn new(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64]) -> Self {
         Scan {
             criterion,
             constraints,
@@ -185,7 +198,7 @@ impl<'a> Scan<'a> {
     /// Considers a left child with `left` statistics (the right is `total − left`);
     /// returns true when it is the best so far.
     #[inline]
-    fn consider(&mut self, left: &[f64], total: &[f64]) -> bool {
+    pub(crate) fn consider(&mut self, left: &[f64], total: &[f64]) -> bool {
         for ((r, t), l) in self.right.iter_mut().zip(total).zip(left) {
             *r = t - l;
         }
@@ -210,7 +223,7 @@ impl<'a> Scan<'a> {
     }
 
     /// The best split's gain and children, once a rule is known.
-    fn finish(self, rule: SplitRule, total: &[f64]) -> Option<SplitCandidate> {
+    pub(crate) fn finish(self, rule: SplitRule, total: &[f64]) -> Option<SplitCandidate> {
         if !self.found {
             return None;
         }
@@ -292,8 +305,8 @@ pub fn best_split(
             return None;
         }
         // Categories absent from this node (and unseen ones) follow the larger child.
-        let (nl, _) = count_weight(&scan.best_left, criterion);
-        let unseen_left = nl >= count_weight(&total, criterion).0 - nl;
+        let nl = child_size(&scan.best_left, criterion);
+        let unseen_left = nl >= child_size(&total, criterion) - nl;
         let mut goes_left = vec![unseen_left; n_bins];
         for (i, &b) in order.iter().enumerate() {
             goes_left[b] = i < best_len;
@@ -332,15 +345,15 @@ pub fn best_split(
         let missing_left = if has_missing {
             missing_left
         } else {
-            let (nl, _) = count_weight(&scan.best_left, criterion);
-            nl >= count_weight(&total, criterion).0 - nl
+            let nl = child_size(&scan.best_left, criterion);
+            nl >= child_size(&total, criterion) - nl
         };
         scan.finish(SplitRule::Threshold { bin: b as u16, missing_left }, &total)
     }
 }
 
 #[inline]
-fn add(acc: &mut [f64], x: &[f64]) {
+pub(crate) fn add(acc: &mut [f64], x: &[f64]) {
     for (a, b) in acc.iter_mut().zip(x) {
         *a += b;
     }

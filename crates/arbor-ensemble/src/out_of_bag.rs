@@ -1,0 +1,193 @@
+//! Out-of-bag evaluation of a random forest (seed 000 "Out-of-bag Error")
+//! and the permutation importance built on it (seed 000 "Mean Decrease Accuracy").
+//!
+//! Each tree is scored on the rows its bootstrap left out while the forest
+//! trains (in parallel, each with its own random stream); the forest-level
+//! figures are then summed in tree order, so they do not depend on the thread count.
+
+use arbor_quantize::FeatureColumn;
+use rand::Rng;
+
+use crate::dataset::TrainingData;
+use crate::label::Target;
+use crate::tree::{Node, Tree};
+use crate::Voting;
+
+/// The out-of-bag results of a trained forest.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutOfBag {
+    /// Misclassification rate (classification) or mean squared error
+    /// (regression) of the out-of-bag predictions, over the rows that were
+    /// out of bag for at least one tree.
+    pub error: f64,
+    /// Rows out of bag for at least one tree.
+    pub rows: usize,
+    /// Per training row (null labels skipped), when `oob_per_observation` was asked.
+    pub per_observation: Option<Vec<OobObservation>>,
+}
+
+/// One training row's out-of-bag prediction and error (seed 000 `OOB(x_i)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OobObservation {
+    /// Class index (classification) or value (regression); `None` when the
+    /// row was in every tree's bootstrap set.
+    pub prediction: Option<f64>,
+    /// `I{y != ŷ}` or `(y − ŷ)²`; `None` like `prediction`.
+    pub error: Option<f64>,
+}
+
+/// What one tree contributes to the out-of-bag figures.
+pub(crate) struct TreeOob {
+    /// `(row, leaf offset)` for every row out of the tree's bag.
+    leaves: Vec<(u32, u32)>,
+    /// Per feature, `E_{b,j} − E_b`: the error increase when feature `j` is
+    /// permuted among the out-of-bag rows (empty unless MDA was asked).
+    increases: Vec<f64>,
+}
+
+/// A training row's raw value of feature `f`, as trees compare it.
+#[inline]
+fn raw_value(column: &FeatureColumn, row: usize) -> f64 {
+    match column {
+        FeatureColumn::Numeric(values) => values[row],
+        FeatureColumn::Categorical { codes, .. } => codes[row].map_or(f64::NAN, |c| f64::from(c) + 1.0),
+    }
+}
+
+/// The most probable class of a leaf distribution (the lowest index on ties).
+#[inline]
+fn arg_max(values: &[f64]) -> usize {
+    values.iter().enumerate().fold(0, |best, (c, v)| if *v > values[best] { c } else { best })
+}
+
+/// The error of a leaf's output for row `r`: 0/1 for classification, squared for regression.
+#[inline]
+fn leaf_error(target: &Target, tree: &Tree, leaf: usize, width: usize, r: usize) -> f64 {
+    match target {
+        Target::Classes(labels) => f64::from(arg_max(&tree.values[leaf..leaf + width]) != labels[r] as usize),
+        Target::Values(y) => (y[r] - tree.values[leaf]).powi(2),
+    }
+}
+
+/// Scores `tree` on the rows with a zero bootstrap count; with `mda`,
+/// also on those rows with each feature the tree uses permuted in turn.
+pub(crate) fn evaluate_tree(
+    tree: &Tree,
+    data: &TrainingData,
+    counts: &[f64],
+    width: usize,
+    mda: bool,
+    rng: &mut impl Rng,
+) -> TreeOob {
+    let columns = &data.columns;
+    let oob: Vec<u32> = (0..counts.len() as u32).filter(|&r| counts[r as usize] == 0.0).collect();
+    let leaves: Vec<(u32, u32)> =
+        oob.iter().map(|&r| (r, tree.leaf(|f| raw_value(&columns[f], r as usize)) as u32)).collect();
+    let mean = |sum: f64| if oob.is_empty() { 0.0 } else { sum / oob.len() as f64 };
+    let error =
+        mean(leaves.iter().map(|&(r, leaf)| leaf_error(&data.target, tree, leaf as usize, width, r as usize)).sum());
+    let mut increases = Vec::new();
+    if mda {
+        let mut used = vec![false; columns.len()];
+        for node in &tree.nodes {
+            if let Node::Split { feature, .. } = node {
+                used[*feature as usize] = true;
+            }
+        }
+        let mut shuffled = oob.clone();
+        increases = vec![0.0; columns.len()];
+        for (j, increase) in increases.iter_mut().enumerate() {
+            if !used[j] {
+                continue; // a feature the tree never tests cannot change its answers
+            }
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, rng.random_range(0..=i));
+            }
+            let permuted: f64 = oob
+                .iter()
+                .zip(&shuffled)
+                .map(|(&r, &donor)| {
+                    let value = |f: usize| raw_value(&columns[f], if f == j { donor } else { r } as usize);
+                    leaf_error(&data.target, tree, tree.leaf(value), width, r as usize)
+                })
+                .sum();
+            *increase = mean(permuted) - error;
+        }
+    }
+    TreeOob { leaves, increases }
+}
+
+/// The forest's out-of-bag error from every tree's out-of-bag answers: each
+/// row is predicted by the trees it was out of bag for, voting as the model votes.
+pub(crate) fn aggregate(
+    per_tree: &[TreeOob],
+    trees: &[Tree],
+    data: &TrainingData,
+    voting: Voting,
+    width: usize,
+    per_observation: bool,
+) -> OutOfBag {
+    let n = data.n_rows();
+    let mut votes = vec![0.0; n * width];
+    let mut seen = vec![0u32; n];
+    for (oob, tree) in per_tree.iter().zip(trees) {
+        for &(r, leaf) in &oob.leaves {
+            let (r, leaf) = (r as usize, leaf as usize);
+            let leaf_values = &tree.values[leaf..leaf + width];
+            let row_votes = &mut votes[r * width..(r + 1) * width];
+            match (&data.target, voting) {
+                (Target::Classes(_), Voting::Unweighted) => row_votes[arg_max(leaf_values)] += 1.0,
+                _ => row_votes.iter_mut().zip(leaf_values).for_each(|(v, l)| *v += l),
+            }
+            seen[r] += 1;
+        }
+    }
+    let observations: Vec<OobObservation> = (0..n)
+        .map(|r| {
+            if seen[r] == 0 {
+                return OobObservation { prediction: None, error: None };
+            }
+            let row_votes = &votes[r * width..(r + 1) * width];
+            let (prediction, error) = match &data.target {
+                Target::Classes(labels) => {
+                    let class = arg_max(row_votes);
+                    (class as f64, f64::from(class != labels[r] as usize))
+                }
+                Target::Values(y) => {
+                    let value = row_votes[0] / f64::from(seen[r]);
+                    (value, (y[r] - value).powi(2))
+                }
+            };
+            OobObservation { prediction: Some(prediction), error: Some(error) }
+        })
+        .collect();
+    let rows = seen.iter().filter(|&&s| s > 0).count();
+    let total: f64 = observations.iter().filter_map(|o| o.error).sum();
+    OutOfBag {
+        error: if rows > 0 { total / rows as f64 } else { f64::NAN },
+        rows,
+        per_observation: per_observation.then_some(observations),
+    }
+}
+
+/// Mean decrease of accuracy per feature (seed 000): the mean over trees of
+/// the error increase `E_{b,j} − E_b`; `scaled` divides it by its standard
+/// error `σ_j / √B` (0 when every tree agrees exactly).
+pub(crate) fn mean_decrease_accuracy(per_tree: &[TreeOob], n_features: usize, scaled: bool) -> Vec<f64> {
+    let b = per_tree.len() as f64;
+    (0..n_features)
+        .map(|j| {
+            let raw = per_tree.iter().map(|t| t.increases[j]).sum::<f64>() / b;
+            if !scaled {
+                return raw;
+            }
+            let variance = per_tree.iter().map(|t| (t.increases[j] - raw).powi(2)).sum::<f64>() / b;
+            let standard_error = variance.sqrt() / b.sqrt();
+            if standard_error > 0.0 {
+                raw / standard_error
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}

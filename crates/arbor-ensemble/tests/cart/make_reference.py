@@ -1,0 +1,119 @@
+"""Reference trees for arbor's CART-equality test (tests/cart_equality.rs).
+
+Fits scikit-learn's DecisionTreeClassifier on cancer_cls and on a synthetic
+three-class table of continuous features, and DecisionTreeRegressor on a slice
+of diamonds_reg (numeric columns), on float32 features as scikit-learn sees
+them, and writes next to this script:
+
+- <name>_train.parquet / <name>_test.parquet: the data arbor trains and predicts on;
+- <name>_tree.json: the fitted tree (children, feature, threshold, leaf value);
+- the test file's `sklearn_prediction` column (and `sklearn_proba_<k>` for classes).
+
+Every setting is one where the CART tree is unique: scikit-learn grows the same
+tree under 12 random states (its feature order is random, so gains that tie
+exactly would make its choice arbitrary). Classification gains depend only on
+children's class counts and tie often in small nodes, hence the depth and leaf
+limits of the classification cases.
+
+Run from the repository root:
+    .venv-peers/bin/python crates/arbor-ensemble/tests/cart/make_reference.py
+The test itself needs no Python.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+HERE = Path(__file__).parent
+DATA = Path("data")
+
+
+def load(name, columns, rows=None):
+    table = pq.read_table(DATA / name)
+    if rows is not None:
+        table = table.slice(0, rows)
+    x = np.column_stack([table[c].to_numpy().astype(np.float32) for c in columns])
+    y = table["label"].to_numpy()
+    return x, y
+
+
+def save(name, columns, x, y, label_type):
+    arrays = [pa.array(x[:, i], pa.float32()) for i in range(x.shape[1])] + [pa.array(y, label_type)]
+    return pa.table(arrays, names=columns + ["label"])
+
+
+def tree_json(model):
+    t = model.tree_
+    value = t.value[:, 0, :]
+    if value.shape[1] > 1:  # classifier: class fractions (scikit-learn >= 1.4 stores them normalized)
+        value = value / value.sum(axis=1, keepdims=True)
+    return {
+        "children_left": t.children_left.tolist(),
+        "children_right": t.children_right.tolist(),
+        "feature": t.feature.tolist(),
+        "threshold": t.threshold.tolist(),
+        "value": value.tolist(),
+    }
+
+
+def signature(model):
+    return (tuple(model.tree_.feature), tuple(model.tree_.threshold))
+
+
+def reference(name, model, train, test, columns, label_type, classes):
+    (xtr, ytr), (xte, yte) = train, test
+    signatures = {signature(model.set_params(random_state=r).fit(xtr, ytr)) for r in range(12)}
+    assert len(signatures) == 1, f"{name}: ties in gain make the CART tree depend on the random state"
+    model.fit(xtr, ytr)
+    pq.write_table(save(name, columns, xtr, ytr, label_type), HERE / f"{name}_train.parquet")
+    test_table = save(name, columns, xte, yte, label_type)
+    test_table = test_table.append_column("sklearn_prediction", pa.array(model.predict(xte), label_type))
+    if classes:
+        for k, column in enumerate(model.predict_proba(xte).T):
+            test_table = test_table.append_column(f"sklearn_proba_{k}", pa.array(column, pa.float64()))
+    pq.write_table(test_table, HERE / f"{name}_test.parquet")
+    (HERE / f"{name}_tree.json").write_text(json.dumps(tree_json(model)))
+    print(name, "nodes", model.tree_.node_count, "depth", model.get_depth())
+
+
+def synthetic(n, seed):
+    """Continuous features (no ties) and three classes from a noisy nonlinear score."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    score = x[:, 0] * x[:, 1] + np.sin(2 * x[:, 2]) + 0.5 * x[:, 3] + rng.normal(scale=0.5, size=n)
+    return x, np.digitize(score, [-0.5, 0.5]).astype(np.int32)
+
+
+cancer = [f"f{i}" for i in range(30)]
+reference(
+    "cart_cls",
+    DecisionTreeClassifier(max_depth=4, min_samples_leaf=10),
+    load("cancer_cls_train.parquet", cancer),
+    load("cancer_cls_test.parquet", cancer),
+    cancer,
+    pa.int32(),
+    True,
+)
+reference(
+    "cart_multi",
+    DecisionTreeClassifier(max_depth=6, min_samples_leaf=20),
+    synthetic(3000, 7),
+    synthetic(1000, 8),
+    [f"x{i}" for i in range(6)],
+    pa.int32(),
+    True,
+)
+diamonds = ["carat", "depth", "table", "x", "y", "z"]
+reference(
+    "cart_reg",
+    DecisionTreeRegressor(min_samples_leaf=20),
+    load("diamonds_reg_train.parquet", diamonds, rows=2000),
+    load("diamonds_reg_test.parquet", diamonds, rows=1000),
+    diamonds,
+    pa.float64(),
+    False,
+)

@@ -1,0 +1,57 @@
+//! Helpers shared by the ensemble crate's integration tests: the bundled
+//! Parquet data, training from an options string, and accuracy measures.
+#![allow(dead_code)] // each test file uses its own share of the helpers
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use arbor_ensemble::{train, Model, TrainParams, TrainingData};
+use arrow::array::{AsArray, RecordBatch};
+use arrow::compute::concat_batches;
+use arrow::datatypes::{DataType, Float64Type, Int64Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// A file of the repository's `data/` directory.
+pub fn data_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
+}
+
+/// The first `rows` rows of a bundled Parquet file, as one batch.
+pub fn read(name: &str, rows: usize) -> RecordBatch {
+    let file = File::open(data_path(name)).unwrap();
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let schema = builder.schema().clone();
+    let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+    let all = concat_batches(&schema, &batches).unwrap();
+    all.slice(0, rows.min(all.num_rows()))
+}
+
+/// Training data from a batch whose label column is `label`.
+pub fn training_data(batch: &RecordBatch, weight: Option<&str>, params: &TrainParams) -> TrainingData {
+    TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, weight, params.task)
+        .unwrap()
+}
+
+/// A model trained on `batch` with an options string.
+pub fn fit(batch: &RecordBatch, options: &str) -> Model {
+    let params = TrainParams::parse_options(options).unwrap();
+    train(&training_data(batch, None, &params), &params, &|_| {}).unwrap()
+}
+
+/// Share of `test` rows whose predicted class is the label.
+pub fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
+    let p = model.predict_batch(test).unwrap();
+    let predicted = model.prediction_array(&p).unwrap();
+    let truth = test.column_by_name("label").unwrap();
+    let predicted = arrow::compute::cast(&predicted, &DataType::Int64).unwrap();
+    let truth = arrow::compute::cast(truth, &DataType::Int64).unwrap();
+    let (predicted, truth) = (predicted.as_primitive::<Int64Type>(), truth.as_primitive::<Int64Type>());
+    (0..truth.len()).filter(|&i| predicted.value(i) == truth.value(i)).count() as f64 / truth.len() as f64
+}
+
+/// Root mean squared error of a regression model on `test`.
+pub fn rmse(model: &Model, test: &RecordBatch) -> f64 {
+    let p = model.predict_batch(test).unwrap();
+    let y = test.column_by_name("label").unwrap().as_primitive::<Float64Type>();
+    (p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
+}
