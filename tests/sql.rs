@@ -69,6 +69,34 @@ async fn sql_model_equals_cli_model() {
     assert_eq!(sql_bytes, cli_bytes, "same data, same options: the same model bytes");
 }
 
+/// Sample weights in SQL: the `weight` option names the argument that holds
+/// them, and the model equals the CLI's `--weight` model on the same rows.
+#[tokio::test]
+async fn weighted_sql_model_equals_weighted_cli_model() {
+    let ctx = session(1, 8192).await;
+    let rows = "SELECT *, CAST(1 + month % 3 AS DOUBLE) AS w FROM flights_train LIMIT 10000";
+    let sql = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, w, 'n_trees=3, weight=w') AS m FROM ({rows})");
+    let sql_bytes = query(&ctx, &sql).await[0].column(0).as_binary_view().value(0).to_vec();
+    let unweighted = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=3') AS m FROM ({rows})");
+    let unweighted_bytes = query(&ctx, &unweighted).await[0].column(0).as_binary_view().value(0).to_vec();
+    assert_ne!(sql_bytes, unweighted_bytes, "the weights must matter");
+
+    let dir = tempfile::tempdir().unwrap();
+    let subset = dir.path().join("weighted.parquet");
+    let model = dir.path().join("cli.arbor");
+    query(&ctx, &format!("COPY ({rows}) TO '{}' STORED AS PARQUET", subset.display())).await;
+    let status = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["train", "--input", subset.to_str().unwrap(), "--label", "label", "--output", model.to_str().unwrap()])
+        .args(["--weight", "w", "--set", "n_trees=3"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(sql_bytes, std::fs::read(&model).unwrap(), "same weighted rows: the same model bytes");
+
+    let e = query_err(&ctx, &format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'weight=wt') FROM ({rows})")).await;
+    assert!(e.contains("'weight'") && e.contains("'wt'") && e.contains("dep_delay"), "{e}");
+}
+
 #[tokio::test]
 async fn train_and_predict_in_sql_through_partial_aggregation() {
     // several partitions and tiny batches force the partial/merge path

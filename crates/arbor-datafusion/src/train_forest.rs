@@ -1,4 +1,7 @@
 //! `train_forest(label, feature, ... [, 'options'])`: an aggregate that trains a model.
+//!
+//! Sample weights come from one of the arguments, named by the `weight`
+//! option: `train_forest(label, f1, f2, w, 'weight=w n_trees=50')`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -72,10 +75,13 @@ impl AggregateUDFImpl for TrainForest {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let mut n_data = args.exprs.len();
         let mut params = TrainParams::default();
+        let mut weight_name = None;
         if let Some(literal) = args.exprs.last().and_then(|e| e.downcast_ref::<Literal>()) {
             match literal.value() {
                 ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    params = TrainParams::parse_options(s)
+                    let (weight, rest) = split_weight_option(s);
+                    weight_name = weight;
+                    params = TrainParams::parse_options(&rest)
                         .map_err(|e| DataFusionError::Plan(format!("train_forest: {e}")))?;
                     n_data -= 1;
                 }
@@ -87,11 +93,25 @@ impl AggregateUDFImpl for TrainForest {
                 "train_forest takes a label and at least one feature: train_forest(label, feature, ... [, 'options'])"
             );
         }
-        let names = args.expr_fields[..n_data].iter().map(|f| f.name().clone()).collect();
+        let names: Vec<String> = args.expr_fields[..n_data].iter().map(|f| f.name().clone()).collect();
         let types = args.expr_fields[..n_data].iter().map(|f| f.data_type().clone()).collect();
+        let weight = match weight_name {
+            None => None,
+            Some(w) => match names.iter().skip(1).position(|n| *n == w) {
+                Some(i) if n_data > 2 => Some(i + 1),
+                Some(_) => return plan_err!("train_forest: the weight '{w}' leaves no feature to train on"),
+                None => {
+                    return plan_err!(
+                        "train_forest: option 'weight': '{w}' is not a feature argument; arguments after the label: {}",
+                        names[1..].join(", ")
+                    )
+                }
+            },
+        };
         Ok(Box::new(TrainForestAccumulator {
             names,
             types,
+            weight,
             n_args: args.exprs.len(),
             params,
             arrays: vec![Vec::new(); n_data],
@@ -117,6 +137,8 @@ impl AggregateUDFImpl for TrainForest {
 struct TrainForestAccumulator {
     names: Vec<String>,
     types: Vec<DataType>,
+    /// The argument holding sample weights, if any.
+    weight: Option<usize>,
     n_args: usize,
     params: TrainParams,
     arrays: Vec<Vec<ArrayRef>>,
@@ -140,9 +162,10 @@ impl Accumulator for TrainForestAccumulator {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let features = (1..self.names.len()).map(|i| self.column(i)).collect();
+        let features = (1..self.names.len()).filter(|&i| Some(i) != self.weight).map(|i| self.column(i)).collect();
+        let weight = self.weight.map(|i| self.column(i));
         let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
-        let data = TrainingData::from_columns(self.column(0), features, None, self.params.task, |n| {
+        let data = TrainingData::from_columns(self.column(0), features, weight, self.params.task, |n| {
             types.get(n).map(|t| (*t).clone())
         })
         .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
@@ -198,4 +221,18 @@ impl Accumulator for TrainForestAccumulator {
         }
         Ok(())
     }
+}
+
+/// Takes the SQL-only `weight=ARG` pair out of an options string; returns the
+/// weight argument's name and the other options.
+fn split_weight_option(options: &str) -> (Option<String>, String) {
+    let mut weight = None;
+    let mut rest = Vec::new();
+    for pair in options.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()) {
+        match pair.split_once('=') {
+            Some((key, value)) if key.trim() == "weight" => weight = Some(value.trim().to_owned()),
+            _ => rest.push(pair),
+        }
+    }
+    (weight, rest.join(" "))
 }

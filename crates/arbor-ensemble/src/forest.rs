@@ -109,7 +109,11 @@ pub fn train_forest_with_oob(
                 random_splitter: fp.random_splitter,
                 max_leaf_nodes: fp.max_leaf_nodes,
             };
-            let grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
+            let mut grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
+            // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
+            if root_weight > 0.0 {
+                grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
+            }
             let oob = want_oob.then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, mda, &mut rng));
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;
             on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
@@ -119,18 +123,13 @@ pub fn train_forest_with_oob(
     let (trees, per_tree_oob): (Vec<_>, Vec<_>) = trees.into_iter().unzip();
     let per_tree_oob: Vec<TreeOob> = per_tree_oob.into_iter().flatten().collect();
 
-    // MDI (seed 000): each tree's impurity decreases, normalized per tree, averaged, normalized.
+    // MDI (seed 000): MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t), not normalized.
     let mdi = (fp.importance == ImportanceKind::Mdi).then(|| {
         let mut total = vec![0.0; n_features];
         for t in &trees {
-            let sum: f64 = t.gain_per_feature.iter().sum();
-            if sum > 0.0 {
-                for (acc, g) in total.iter_mut().zip(&t.gain_per_feature) {
-                    *acc += g / sum;
-                }
-            }
+            total.iter_mut().zip(&t.gain_per_feature).for_each(|(acc, g)| *acc += g);
         }
-        normalized(total)
+        total.iter().map(|v| v / trees.len() as f64).collect::<Vec<f64>>()
     });
     let tree_list: Vec<Tree> = trees.into_iter().map(|t| t.tree).collect();
     let oob = want_oob

@@ -62,8 +62,10 @@ pub struct Model {
     pub trees: Vec<Tree>,
     /// How classification votes are combined.
     pub voting: Voting,
-    /// Importance per feature, when computed: MDI (or boosting's total gain)
-    /// sums to 1; MDA raw and scaled are as seed 000 defines them (error increases).
+    /// Importance per feature, when computed: for forests MDI, MDA raw or MDA
+    /// scaled exactly as seed 000 defines them (mean weighted impurity decrease;
+    /// mean OOB error increase, raw or over its standard error); for boosting,
+    /// each feature's share of the total gain.
     pub importance: Option<Vec<f64>>,
     /// Out-of-bag error, when computed.
     pub oob_error: Option<f64>,

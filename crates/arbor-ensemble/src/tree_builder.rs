@@ -244,7 +244,10 @@ impl<R: Rng> Grower<'_, '_, R> {
     /// Seed 000 "Best-first Strategy": always split the waiting node whose
     /// split improves impurity most (`Δi·|D_t|`), until `max_leaves` leaves.
     fn best_first(&mut self, root: Pending, max_leaves: usize) {
-        let mut waiting = vec![self.evaluate(root)];
+        // Waiting nodes drop their histograms: thousands of them could each
+        // hold every feature's; their children build their own instead.
+        let evaluate = |grower: &mut Self, p: Pending| Evaluated { hist: None, ..grower.evaluate(p) };
+        let mut waiting = vec![evaluate(self, root)];
         while waiting.len() < max_leaves {
             // The largest gain; on a tie, the node created first.
             let pick = waiting.iter().enumerate().filter_map(|(i, e)| e.best.as_ref().map(|(_, s)| (i, s.gain))).fold(
@@ -258,8 +261,8 @@ impl<R: Rng> Grower<'_, '_, R> {
             let e = waiting.swap_remove(i);
             let (f, split) = e.best.expect("picked for its split");
             let (left, right) = self.split(e.pending, f, split, e.hist);
-            let left = self.evaluate(left);
-            let right = self.evaluate(right);
+            let left = evaluate(self, left);
+            let right = evaluate(self, right);
             waiting.push(left);
             waiting.push(right);
         }

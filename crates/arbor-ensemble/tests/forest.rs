@@ -21,7 +21,8 @@ fn flights_subset_classification_is_accurate() {
     assert!(acc > 0.87, "accuracy {acc}");
     assert_eq!(model.task, Task::Classification);
     let importance = model.importance.as_ref().unwrap();
-    assert!((importance.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    let total: f64 = importance.iter().sum();
+    assert!(total > 0.0 && total <= 0.5, "MDI sums to the mean impurity decrease, at most the root's Gini: {total}");
     let dep_delay = model.features.iter().position(|f| f.name == "dep_delay").unwrap();
     let top = (0..importance.len()).max_by(|&a, &b| importance[a].total_cmp(&importance[b])).unwrap();
     assert_eq!(top, dep_delay, "departure delay drives arrival delay: {importance:?}");

@@ -272,6 +272,15 @@ fn importance_ranks_informative_features_above_noise() {
     columns.push(("label".into(), Arc::new(Int64Array::from_iter_values(score.iter().map(|&s| i64::from(s > 3.15))))));
     let classification = RecordBatch::try_from_iter(columns).unwrap();
 
+    // Seed 000's MDI is Σ p(t)·Δi: one tree grown to pure leaves decreases
+    // impurity by all of the root's Gini index.
+    let model = fit(&classification, &format!("{ONE_TREE} importance=mdi"));
+    let labels = classification.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Int64Type>();
+    let p1 = labels.values().iter().sum::<i64>() as f64 / n as f64;
+    let root_gini = 1.0 - p1 * p1 - (1.0 - p1) * (1.0 - p1);
+    let total: f64 = model.importance.as_ref().unwrap().iter().sum();
+    assert!((total - root_gini).abs() < 1e-12, "{total} vs {root_gini}");
+
     for (batch, what) in [(&regression, "regression"), (&classification, "classification")] {
         for importance in ["mdi", "mda_raw", "mda_scaled"] {
             let model = fit(batch, &format!("n_trees=30 max_features=2 importance={importance}"));
