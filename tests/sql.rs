@@ -97,6 +97,24 @@ async fn weighted_sql_model_equals_weighted_cli_model() {
     assert!(e.contains("'weight'") && e.contains("'wt'") && e.contains("dep_delay"), "{e}");
 }
 
+/// `forest_importance` lists every feature with the importance `inspect` shows,
+/// ready for `unnest`; MDA importance is an option like any other.
+#[tokio::test]
+async fn forest_importance_unnests_to_one_row_per_feature() {
+    let ctx = session(1, 8192).await;
+    let sql = format!(
+        "WITH m AS (SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=5 importance=mda_raw') AS forest
+                    FROM (SELECT * FROM flights_train LIMIT 5000)),
+              e AS (SELECT unnest(forest_importance(forest)) AS entry FROM m)
+         SELECT entry['feature'] AS feature, entry['importance'] AS importance FROM e ORDER BY importance DESC"
+    );
+    let batches = query(&ctx, &sql).await;
+    let features = batches[0].column(0).as_string_view_opt().map(|a| a.value(0).to_owned());
+    let features = features.unwrap_or_else(|| batches[0].column(0).as_string::<i32>().value(0).to_owned());
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), FLIGHT_FEATURES.split(", ").count());
+    assert_eq!(features, "dep_delay", "permuting the departure delay costs the most accuracy");
+}
+
 #[tokio::test]
 async fn train_and_predict_in_sql_through_partial_aggregation() {
     // several partitions and tiny batches force the partial/merge path

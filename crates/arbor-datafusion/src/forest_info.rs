@@ -66,16 +66,20 @@ impl ScalarUDFImpl for ForestInfo {
                         if a.is_null(i) {
                             return Ok(None);
                         }
-                        let bytes = match a.data_type() {
-                            DataType::Binary => a.as_binary::<i32>().value(i),
-                            DataType::LargeBinary => a.as_binary::<i64>().value(i),
-                            _ => a.as_binary_view().value(i),
-                        };
-                        info(bytes).map(Some)
+                        info(binary_value(a.as_ref(), i)).map(Some)
                     })
                     .collect::<Result<_>>()?;
                 Ok(ColumnarValue::Array(Arc::new(StringArray::from(values))))
             }
         }
+    }
+}
+
+/// Row `i` of a Binary, LargeBinary or BinaryView array (the signature admits no other type).
+pub(crate) fn binary_value(a: &dyn Array, i: usize) -> &[u8] {
+    match a.data_type() {
+        DataType::Binary => a.as_binary::<i32>().value(i),
+        DataType::LargeBinary => a.as_binary::<i64>().value(i),
+        _ => a.as_binary_view().value(i),
     }
 }

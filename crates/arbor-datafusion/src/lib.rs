@@ -6,7 +6,8 @@
 //! - `predict_forest(model, feature, ...)`, the prediction per row, typed like
 //!   the label for classification and Float64 for regression;
 //! - `predict_forest_proba(model, feature, ...)`, class probabilities as `List<Float64>`;
-//! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text.
+//! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text;
+//! - `forest_importance(model)`, a list of `{feature, importance}` structs (for `unnest`).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -21,6 +22,7 @@
 //! # });
 //! ```
 
+mod forest_importance;
 mod forest_info;
 mod model_cache;
 mod predict_forest;
@@ -30,6 +32,7 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
 pub use predict_forest::{PredictForest, PredictOutput};
 pub use train_forest::TrainForest;
@@ -43,6 +46,7 @@ pub fn scalar_functions() -> Vec<ScalarUDF> {
         ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Prediction)),
         ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Probabilities)),
         ScalarUDF::new_from_impl(ForestInfo::new()),
+        ScalarUDF::new_from_impl(ForestImportance::new()),
     ]
 }
 
