@@ -90,6 +90,6 @@ mod tests {
         for f in aggregate_functions() {
             assert!(names.insert(f.name().to_owned()), "{}", f.name());
         }
-        assert_eq!(names.len(), 4);
+        assert_eq!(names.len(), 5);
     }
 }
