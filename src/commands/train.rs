@@ -4,9 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arbor_ensemble::{Algorithm, Model, OobObservation, OutOfBag, Progress, Target, TrainParams, TrainingData};
+use arbor_ensemble::{Algorithm, Model, OutOfBag, Progress, Target, TrainParams, TrainingData};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
-use arrow::compute::kernels::boolean::not;
 use arrow::compute::nullif;
 use parquet::arrow::ArrowWriter;
 
@@ -124,32 +123,25 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
 /// training row with a non-null label, in input order.
 fn write_oob(path: &Path, model: &Model, data: &TrainingData, oob: &OutOfBag) -> Result<(), CliError> {
     let rows = oob.per_observation.as_ref().ok_or_else(|| CliError::Usage("no per-row out-of-bag results".into()))?;
-    let present = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_some())));
-    let prediction: ArrayRef = match (&data.target, &model.label.classes) {
+    let (label, prediction): (ArrayRef, ArrayRef) = match (&data.target, &model.label.classes) {
         (Target::Classes(labels), Some(classes)) => {
             let label_type = model.label.arrow_type()?;
             let index: Vec<u32> = rows.iter().map(|o| o.prediction.unwrap_or(0.0) as u32).collect();
-            let label = classes.take(labels, &label_type)?;
-            let predicted = classes.take(&index, &label_type)?;
-            let predicted = nullif(&predicted, &not(&present)?)?;
-            return write_oob_columns(path, &model.label.name, label, predicted, rows);
+            let never_out = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_none())));
+            (classes.take(labels, &label_type)?, nullif(&classes.take(&index, &label_type)?, &never_out)?)
         }
-        _ => Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.prediction))),
+        (Target::Values(y), _) => (
+            Arc::new(Float64Array::from(y.clone())),
+            Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.prediction))),
+        ),
+        (Target::Classes(_), None) => return Err(CliError::Usage("a classification model without classes".into())),
     };
-    let Target::Values(y) = &data.target else { unreachable!("classification returned above") };
-    write_oob_columns(path, &model.label.name, Arc::new(Float64Array::from(y.clone())), prediction, rows)
-}
-
-fn write_oob_columns(
-    path: &Path,
-    label_name: &str,
-    label: ArrayRef,
-    prediction: ArrayRef,
-    rows: &[OobObservation],
-) -> Result<(), CliError> {
     let error: ArrayRef = Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.error)));
-    let batch =
-        RecordBatch::try_from_iter([(label_name, label), ("oob_prediction", prediction), ("oob_error", error)])?;
+    let batch = RecordBatch::try_from_iter([
+        (model.label.name.as_str(), label),
+        ("oob_prediction", prediction),
+        ("oob_error", error),
+    ])?;
     let mut file = AtomicFile::create(path)?;
     let mut writer = ArrowWriter::try_new(file.file().try_clone().map_err(CliError::io(path))?, batch.schema(), None)
         .map_err(CliError::parquet(path))?;

@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use arbor_ensemble::Model;
-use arrow::array::{Array, ArrayRef, Float64Array, ListArray, StringArray, StructArray};
+use arrow::array::{ArrayRef, Float64Array, ListArray, StringArray, StructArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields};
-use datafusion::common::{exec_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
-use crate::forest_info::binary_value;
+use crate::model_argument::{binary_value, map_models, model_signature};
 
 /// The `forest_importance` function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -22,13 +21,7 @@ pub struct ForestImportance {
 impl ForestImportance {
     /// A new `forest_importance`.
     pub fn new() -> Self {
-        ForestImportance {
-            signature: Signature::uniform(
-                1,
-                vec![DataType::Binary, DataType::LargeBinary, DataType::BinaryView],
-                Volatility::Immutable,
-            ),
-        }
+        ForestImportance { signature: model_signature() }
     }
 }
 
@@ -62,42 +55,30 @@ impl ScalarUDFImpl for ForestImportance {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let (array, scalar) = match &args.args[0] {
-            ColumnarValue::Array(a) => (a.clone(), false),
-            ColumnarValue::Scalar(
-                s @ (ScalarValue::Binary(_) | ScalarValue::LargeBinary(_) | ScalarValue::BinaryView(_)),
-            ) => (s.to_array()?, true),
-            ColumnarValue::Scalar(other) => {
-                return exec_err!("forest_importance: expected a Binary model, got {}", other.data_type())
+        map_models(self.name(), &args.args[0], |models| {
+            let (mut names, mut values, mut lengths) = (Vec::new(), Vec::new(), Vec::with_capacity(models.len()));
+            for i in 0..models.len() {
+                let Some(bytes) = binary_value(models, i) else {
+                    lengths.push(0);
+                    continue;
+                };
+                let model = Model::from_bytes(bytes)
+                    .map_err(|e| DataFusionError::Execution(format!("forest_importance: {e}")))?;
+                for (f, feature) in model.features.iter().enumerate() {
+                    names.push(feature.name.clone());
+                    values.push(model.importance.as_ref().map(|imp| imp[f]));
+                }
+                lengths.push(model.features.len());
             }
-        };
-        let (mut names, mut values, mut lengths) = (Vec::new(), Vec::new(), Vec::with_capacity(array.len()));
-        for i in 0..array.len() {
-            if array.is_null(i) {
-                lengths.push(0);
-                continue;
-            }
-            let model = Model::from_bytes(binary_value(array.as_ref(), i))
-                .map_err(|e| DataFusionError::Execution(format!("forest_importance: {e}")))?;
-            for (f, feature) in model.features.iter().enumerate() {
-                names.push(feature.name.clone());
-                values.push(model.importance.as_ref().map(|imp| imp[f]));
-            }
-            lengths.push(model.features.len());
-        }
-        let entries = StructArray::new(
-            entry_fields(),
-            vec![Arc::new(StringArray::from(names)) as ArrayRef, Arc::new(Float64Array::from(values))],
-            None,
-        );
-        let DataType::List(item) = list_type() else { unreachable!("a list type") };
-        let nulls = array.logical_nulls();
-        let list: ArrayRef =
-            Arc::new(ListArray::new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), nulls));
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&list, 0)?))
-        } else {
-            Ok(ColumnarValue::Array(list))
-        }
+            let entries = StructArray::new(
+                entry_fields(),
+                vec![Arc::new(StringArray::from(names)) as ArrayRef, Arc::new(Float64Array::from(values))],
+                None,
+            );
+            let DataType::List(item) = list_type() else { unreachable!("a list type") };
+            let list =
+                ListArray::new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), models.logical_nulls());
+            Ok(Arc::new(list) as ArrayRef)
+        })
     }
 }

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use arbor_ensemble::Model;
-use arrow::array::{Array, AsArray, StringArray};
+use arrow::array::StringArray;
 use arrow::datatypes::DataType;
-use datafusion::common::{exec_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
+
+use crate::model_argument::{binary_value, map_models, model_signature};
 
 /// The `forest_info` function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -18,13 +19,7 @@ pub struct ForestInfo {
 impl ForestInfo {
     /// A new `forest_info`.
     pub fn new() -> Self {
-        ForestInfo {
-            signature: Signature::uniform(
-                1,
-                vec![DataType::Binary, DataType::LargeBinary, DataType::BinaryView],
-                Volatility::Immutable,
-            ),
-        }
+        ForestInfo { signature: model_signature() }
     }
 }
 
@@ -53,33 +48,10 @@ impl ScalarUDFImpl for ForestInfo {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        match &args.args[0] {
-            ColumnarValue::Scalar(
-                ScalarValue::Binary(b) | ScalarValue::LargeBinary(b) | ScalarValue::BinaryView(b),
-            ) => Ok(ColumnarValue::Scalar(ScalarValue::Utf8(b.as_deref().map(info).transpose()?))),
-            ColumnarValue::Scalar(other) => {
-                exec_err!("forest_info: expected a Binary model, got {}", other.data_type())
-            }
-            ColumnarValue::Array(a) => {
-                let values: Vec<Option<String>> = (0..a.len())
-                    .map(|i| {
-                        if a.is_null(i) {
-                            return Ok(None);
-                        }
-                        info(binary_value(a.as_ref(), i)).map(Some)
-                    })
-                    .collect::<Result<_>>()?;
-                Ok(ColumnarValue::Array(Arc::new(StringArray::from(values))))
-            }
-        }
-    }
-}
-
-/// Row `i` of a Binary, LargeBinary or BinaryView array (the signature admits no other type).
-pub(crate) fn binary_value(a: &dyn Array, i: usize) -> &[u8] {
-    match a.data_type() {
-        DataType::Binary => a.as_binary::<i32>().value(i),
-        DataType::LargeBinary => a.as_binary::<i64>().value(i),
-        _ => a.as_binary_view().value(i),
+        map_models(self.name(), &args.args[0], |models| {
+            let values: Vec<Option<String>> =
+                (0..models.len()).map(|i| binary_value(models, i).map(info).transpose()).collect::<Result<_>>()?;
+            Ok(Arc::new(StringArray::from(values)))
+        })
     }
 }

@@ -24,6 +24,7 @@
 
 mod forest_importance;
 mod forest_info;
+mod model_argument;
 mod model_cache;
 mod predict_forest;
 mod train_forest;

@@ -4,7 +4,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use arbor_ensemble::Model;
-use arrow::array::{new_null_array, Array, ArrayRef, AsArray, Float64Array, ListArray, UInt32Array};
+use arrow::array::{new_null_array, Array, ArrayRef, Float64Array, ListArray, UInt32Array};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, interleave, take};
 use arrow::datatypes::{DataType, Field, FieldRef};
@@ -14,6 +14,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::model_argument::binary_value;
 use crate::model_cache::ModelCache;
 use crate::PREDICTION_TYPE_KEY;
 
@@ -95,18 +96,6 @@ impl PredictForest {
                 )))
             }
         }
-    }
-}
-
-fn binary_value(array: &dyn Array, row: usize) -> Option<&[u8]> {
-    if array.is_null(row) {
-        return None;
-    }
-    match array.data_type() {
-        DataType::Binary => Some(array.as_binary::<i32>().value(row)),
-        DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
-        DataType::BinaryView => Some(array.as_binary_view().value(row)),
-        _ => None,
     }
 }
 

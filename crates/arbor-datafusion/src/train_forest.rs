@@ -79,10 +79,15 @@ impl AggregateUDFImpl for TrainForest {
         if let Some(literal) = args.exprs.last().and_then(|e| e.downcast_ref::<Literal>()) {
             match literal.value() {
                 ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    let (weight, rest) = split_weight_option(s);
-                    weight_name = weight;
-                    params = TrainParams::parse_options(&rest)
-                        .map_err(|e| DataFusionError::Plan(format!("train_forest: {e}")))?;
+                    let plan_error =
+                        |e: arbor_ensemble::ArborError| DataFusionError::Plan(format!("train_forest: {e}"));
+                    // `weight` is SQL's own key: it names the argument that holds the weights.
+                    for (key, value) in TrainParams::option_pairs(s).map_err(plan_error)? {
+                        match key {
+                            "weight" => weight_name = Some(value.to_owned()),
+                            _ => params.set(key, value).map_err(plan_error)?,
+                        }
+                    }
                     n_data -= 1;
                 }
                 _ => {}
@@ -221,18 +226,4 @@ impl Accumulator for TrainForestAccumulator {
         }
         Ok(())
     }
-}
-
-/// Takes the SQL-only `weight=ARG` pair out of an options string; returns the
-/// weight argument's name and the other options.
-fn split_weight_option(options: &str) -> (Option<String>, String) {
-    let mut weight = None;
-    let mut rest = Vec::new();
-    for pair in options.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()) {
-        match pair.split_once('=') {
-            Some((key, value)) if key.trim() == "weight" => weight = Some(value.trim().to_owned()),
-            _ => rest.push(pair),
-        }
-    }
-    (weight, rest.join(" "))
 }

@@ -66,7 +66,8 @@ pub fn train_forest_with_oob(
     let n_draws = ((fp.sample_fraction * n as f64).round() as usize).clamp(1, n);
     let done = AtomicUsize::new(0);
     let mda = matches!(fp.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
-    let want_oob = fp.oob || fp.oob_per_observation || mda;
+    let report_oob = fp.oob || fp.oob_per_observation;
+    let want_oob = report_oob || mda;
     let width = match &data.target {
         Target::Classes(_) => data.label.classes.as_ref().map_or(0, |c| c.len()),
         Target::Values(_) => 1,
@@ -114,7 +115,8 @@ pub fn train_forest_with_oob(
             if root_weight > 0.0 {
                 grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
             }
-            let oob = want_oob.then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, mda, &mut rng));
+            let oob = want_oob
+                .then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, (report_oob, mda), &mut rng));
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;
             on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
             (grown, oob)
@@ -132,7 +134,7 @@ pub fn train_forest_with_oob(
         total.iter().map(|v| v / trees.len() as f64).collect::<Vec<f64>>()
     });
     let tree_list: Vec<Tree> = trees.into_iter().map(|t| t.tree).collect();
-    let oob = want_oob
+    let oob = report_oob
         .then(|| out_of_bag::aggregate(&per_tree_oob, &tree_list, data, fp.voting, width, fp.oob_per_observation));
     let importance = match fp.importance {
         ImportanceKind::MdaRaw => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, false)),
@@ -148,13 +150,13 @@ pub fn train_forest_with_oob(
         trees: tree_list,
         voting: fp.voting,
         importance,
-        oob_error: oob.as_ref().filter(|_| fp.oob || fp.oob_per_observation).map(|o| o.error),
+        oob_error: oob.as_ref().map(|o| o.error),
         params: params.describe(task, n_features, None),
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
     };
-    Ok((model, oob.filter(|_| fp.oob || fp.oob_per_observation)))
+    Ok((model, oob))
 }
 
 /// The model's view of the training features: names, types and bins.

@@ -5,11 +5,11 @@
 //! trains (in parallel, each with its own random stream); the forest-level
 //! figures are then summed in tree order, so they do not depend on the thread count.
 
-use arbor_quantize::FeatureColumn;
 use rand::Rng;
 
 use crate::dataset::TrainingData;
 use crate::label::Target;
+use crate::predict::arg_max;
 use crate::tree::{Node, Tree};
 use crate::Voting;
 
@@ -38,26 +38,12 @@ pub struct OobObservation {
 
 /// What one tree contributes to the out-of-bag figures.
 pub(crate) struct TreeOob {
-    /// `(row, leaf offset)` for every row out of the tree's bag.
+    /// `(row, leaf offset)` for every row out of the tree's bag (empty unless
+    /// the forest's OOB error was asked).
     leaves: Vec<(u32, u32)>,
     /// Per feature, `E_{b,j} − E_b`: the error increase when feature `j` is
     /// permuted among the out-of-bag rows (empty unless MDA was asked).
     increases: Vec<f64>,
-}
-
-/// A training row's raw value of feature `f`, as trees compare it.
-#[inline]
-fn raw_value(column: &FeatureColumn, row: usize) -> f64 {
-    match column {
-        FeatureColumn::Numeric(values) => values[row],
-        FeatureColumn::Categorical { codes, .. } => codes[row].map_or(f64::NAN, |c| f64::from(c) + 1.0),
-    }
-}
-
-/// The most probable class of a leaf distribution (the lowest index on ties).
-#[inline]
-fn arg_max(values: &[f64]) -> usize {
-    values.iter().enumerate().fold(0, |best, (c, v)| if *v > values[best] { c } else { best })
 }
 
 /// The error of a leaf's output for row `r`: 0/1 for classification, squared for regression.
@@ -69,23 +55,30 @@ fn leaf_error(target: &Target, tree: &Tree, leaf: usize, width: usize, r: usize)
     }
 }
 
-/// Scores `tree` on the rows with a zero bootstrap count; with `mda`,
-/// also on those rows with each feature the tree uses permuted in turn.
+/// Scores `tree` on the rows with a zero bootstrap count, keeping each row's
+/// leaf when `keep_leaves` (for the forest's OOB error); with `mda`, also on
+/// those rows with each feature the tree uses permuted in turn.
 pub(crate) fn evaluate_tree(
     tree: &Tree,
     data: &TrainingData,
     counts: &[f64],
     width: usize,
-    mda: bool,
+    (keep_leaves, mda): (bool, bool),
     rng: &mut impl Rng,
 ) -> TreeOob {
     let columns = &data.columns;
     let oob: Vec<u32> = (0..counts.len() as u32).filter(|&r| counts[r as usize] == 0.0).collect();
-    let leaves: Vec<(u32, u32)> =
-        oob.iter().map(|&r| (r, tree.leaf(|f| raw_value(&columns[f], r as usize)) as u32)).collect();
     let mean = |sum: f64| if oob.is_empty() { 0.0 } else { sum / oob.len() as f64 };
-    let error =
-        mean(leaves.iter().map(|&(r, leaf)| leaf_error(&data.target, tree, leaf as usize, width, r as usize)).sum());
+    let mut leaves = Vec::with_capacity(if keep_leaves { oob.len() } else { 0 });
+    let mut errors = 0.0;
+    for &r in &oob {
+        let leaf = tree.leaf(|f| columns[f].raw_value(r as usize));
+        errors += leaf_error(&data.target, tree, leaf, width, r as usize);
+        if keep_leaves {
+            leaves.push((r, leaf as u32));
+        }
+    }
+    let error = mean(errors);
     let mut increases = Vec::new();
     if mda {
         let mut used = vec![false; columns.len()];
@@ -107,7 +100,7 @@ pub(crate) fn evaluate_tree(
                 .iter()
                 .zip(&shuffled)
                 .map(|(&r, &donor)| {
-                    let value = |f: usize| raw_value(&columns[f], if f == j { donor } else { r } as usize);
+                    let value = |f: usize| columns[f].raw_value(if f == j { donor } else { r } as usize);
                     leaf_error(&data.target, tree, tree.leaf(value), width, r as usize)
                 })
                 .sum();

@@ -481,11 +481,23 @@ impl TrainParams {
     /// ```
     pub fn parse_options(options: &str) -> Result<TrainParams> {
         let mut params = TrainParams::default();
-        for pair in options.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()) {
-            let (key, value) = pair.split_once('=').ok_or_else(|| invalid(pair, "expected key=value".to_owned()))?;
-            params.set(key.trim(), value.trim())?;
+        for (key, value) in TrainParams::option_pairs(options)? {
+            params.set(key, value)?;
         }
         Ok(params)
+    }
+
+    /// The `key=value` pairs of an options string (separated by spaces or
+    /// commas), unchecked: for callers that take some keys of their own first.
+    pub fn option_pairs(options: &str) -> Result<Vec<(&str, &str)>> {
+        options
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|s| !s.is_empty())
+            .map(|pair| match pair.split_once('=') {
+                Some((key, value)) => Ok((key.trim(), value.trim())),
+                None => Err(invalid(pair, "expected key=value".to_owned())),
+            })
+            .collect()
     }
 
     /// Sets one option by name, checking its value. Keys both algorithms

@@ -31,11 +31,15 @@ impl Predictions {
 
     /// Most probable class per row (the lowest index on ties).
     pub fn class_index(&self) -> Vec<u32> {
-        self.values
-            .chunks_exact(self.width)
-            .map(|p| p.iter().enumerate().fold(0, |best, (i, v)| if *v > p[best] { i } else { best }) as u32)
-            .collect()
+        self.values.chunks_exact(self.width).map(|p| arg_max(p) as u32).collect()
     }
+}
+
+/// Index of the largest value (the lowest index on ties): the class a
+/// distribution or a vote count picks.
+#[inline]
+pub(crate) fn arg_max(values: &[f64]) -> usize {
+    values.iter().enumerate().fold(0, |best, (i, v)| if *v > values[best] { i } else { best })
 }
 
 impl Model {
@@ -125,11 +129,7 @@ impl Model {
                 let leaf = tree.leaf(|f| columns[f][row]);
                 let leaf_values = &tree.values[leaf..leaf + width];
                 if unweighted {
-                    let winner = leaf_values
-                        .iter()
-                        .enumerate()
-                        .fold(0, |best, (c, v)| if *v > leaf_values[best] { c } else { best });
-                    row_out[winner] += 1.0;
+                    row_out[arg_max(leaf_values)] += 1.0;
                 } else {
                     for (o, v) in row_out.iter_mut().zip(leaf_values) {
                         *o += v;

@@ -249,15 +249,17 @@ impl<R: Rng> Grower<'_, '_, R> {
         let evaluate = |grower: &mut Self, p: Pending| Evaluated { hist: None, ..grower.evaluate(p) };
         let mut waiting = vec![evaluate(self, root)];
         while waiting.len() < max_leaves {
-            // The largest gain; on a tie, the node created first.
-            let pick = waiting.iter().enumerate().filter_map(|(i, e)| e.best.as_ref().map(|(_, s)| (i, s.gain))).fold(
-                None,
-                |best: Option<(usize, f64)>, (i, g)| match best {
-                    Some((_, bg)) if bg >= g => best,
-                    _ => Some((i, g)),
-                },
-            );
-            let Some((i, _)) = pick else { break };
+            // The largest gain; on a tie, the node created first (the lower index).
+            let mut pick: Option<(usize, f64, usize)> = None;
+            for (i, e) in waiting.iter().enumerate() {
+                if let Some((_, split)) = &e.best {
+                    let node = e.pending.node;
+                    if pick.is_none_or(|(_, gain, first)| split.gain > gain || split.gain == gain && node < first) {
+                        pick = Some((i, split.gain, node));
+                    }
+                }
+            }
+            let Some((i, _, _)) = pick else { break };
             let e = waiting.swap_remove(i);
             let (f, split) = e.best.expect("picked for its split");
             let (left, right) = self.split(e.pending, f, split, e.hist);
@@ -472,13 +474,7 @@ impl<R: Rng> Grower<'_, '_, R> {
         let first_right = self.rows[right].iter().map(|&r| column.get(r as usize)).filter(|&b| b > 0).min();
         match first_right {
             Some(first_right) if last_left > 0 => {
-                let (a, b) = (ranges[last_left as usize].1, ranges[first_right as usize].0);
-                let m = a / 2.0 + b / 2.0;
-                if m >= b || !m.is_finite() {
-                    a
-                } else {
-                    m
-                }
+                cart_midpoint(ranges[last_left as usize].1, ranges[first_right as usize].0)
             }
             _ => mapper.threshold(bin),
         }
@@ -490,6 +486,18 @@ impl<R: Rng> Grower<'_, '_, R> {
         self.nodes[p.node] = Node::Leaf { value: offset as u32 };
         leaf_value(&p.stats, self.target, self.settings.criterion, self.settings.leaf_scale, &mut self.values);
         self.leaves.push((offset, p.start..p.end));
+    }
+}
+
+/// CART's threshold between neighbouring values `a < b`: `a/2 + b/2`, computed
+/// as scikit-learn computes it so exact trees match its thresholds to the bit
+/// (the quantizer's edges use `a + (b − a)/2`); `a` when rounding reaches `b`.
+fn cart_midpoint(a: f64, b: f64) -> f64 {
+    let m = a / 2.0 + b / 2.0;
+    if m >= b || !m.is_finite() {
+        a
+    } else {
+        m
     }
 }
 

@@ -63,41 +63,41 @@ pub fn random_split(
         return RandomSplit::Constant;
     }
 
-    // Which value bins go left.
-    let goes_left: Vec<bool> = if mapper.is_categorical() {
+    // Which value bins go left: a categorical subset, or bins up to `split`
+    // (no per-bin flags for numeric features, whose bins may number 65,535).
+    let mut subset = Vec::new();
+    let split = if mapper.is_categorical() {
         let held: Vec<usize> = (1..n_bins).filter(|&b| present[b]).collect();
-        let mut left = vec![false; n_bins];
+        subset = vec![false; n_bins];
         for &b in &held {
-            left[b] = uniform() < 0.5;
+            subset[b] = uniform() < 0.5;
         }
-        if held.len() >= 2 && held.iter().all(|&b| left[b] == left[held[0]]) {
+        if held.len() >= 2 && held.iter().all(|&b| subset[b] == subset[held[0]]) {
             let flip = held[((uniform() * held.len() as f64) as usize).min(held.len() - 1)];
-            left[flip] = !left[flip];
+            subset[flip] = !subset[flip];
         }
         if held.len() == 1 {
-            left[held[0]] = true; // only "this category or missing" can split
+            subset[held[0]] = true; // only "this category or missing" can split
         }
-        left
+        0
+    } else if low == high {
+        high // the only split: values left, missing right
     } else {
-        let split = if low == high {
-            high // the only split: values left, missing right
-        } else {
-            let (lo, hi) = (mapper.threshold(low as u16), mapper.threshold((high - 1) as u16));
-            let u = lo + uniform() * (hi - lo);
-            // The last bin in low..high whose upper edge is at most u.
-            let (mut a, mut z) = (low, high - 1);
-            while a < z {
-                let mid = (a + z).div_ceil(2);
-                if mapper.threshold(mid as u16) <= u {
-                    a = mid;
-                } else {
-                    z = mid - 1;
-                }
+        let (lo, hi) = (mapper.threshold(low as u16), mapper.threshold((high - 1) as u16));
+        let u = lo + uniform() * (hi - lo);
+        // The last bin in low..high whose upper edge is at most u.
+        let (mut a, mut z) = (low, high - 1);
+        while a < z {
+            let mid = (a + z).div_ceil(2);
+            if mapper.threshold(mid as u16) <= u {
+                a = mid;
+            } else {
+                z = mid - 1;
             }
-            a
-        };
-        (0..n_bins).map(|b| b >= 1 && b <= split).collect()
+        }
+        a
     };
+    let goes_left = |b: usize| if subset.is_empty() { b <= split } else { subset[b] };
 
     let stride = node.target.stride();
     let (mut left, mut missing, mut total) = (vec![0.0; stride], vec![0.0; stride], vec![0.0; stride]);
@@ -105,7 +105,7 @@ pub fn random_split(
         let b = column.get(r as usize) as usize;
         let cell = if b == 0 {
             &mut missing
-        } else if goes_left[b] {
+        } else if goes_left(b) {
             &mut left
         } else {
             &mut total
@@ -137,14 +137,13 @@ pub fn random_split(
         let goes_left = (0..n_bins)
             .map(|b| match b {
                 0 => missing_left,
-                _ if present[b] => goes_left[b],
+                _ if present[b] => subset[b],
                 _ => larger_left,
             })
             .collect();
         SplitRule::Categories { goes_left }
     } else {
-        let bin = goes_left.iter().rposition(|&l| l).unwrap_or(0) as u16;
-        SplitRule::Threshold { bin, missing_left }
+        SplitRule::Threshold { bin: split as u16, missing_left }
     };
     RandomSplit::Tried(scan.finish(rule, &total))
 }

@@ -122,6 +122,17 @@ impl FeatureColumn {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Row `row`'s value as trees compare it: the number itself, or for a
+    /// categorical feature its bin (code + 1, as [`crate::BinMapper::bin_column`]
+    /// numbers categories); NaN when missing.
+    #[inline]
+    pub fn raw_value(&self, row: usize) -> f64 {
+        match self {
+            FeatureColumn::Numeric(values) => values[row],
+            FeatureColumn::Categorical { codes, .. } => codes[row].map_or(f64::NAN, |c| f64::from(c) + 1.0),
+        }
+    }
 }
 
 /// Appends a numeric or boolean array to `out` as `f64`, nulls as NaN.
