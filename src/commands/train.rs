@@ -123,15 +123,19 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
 /// training row with a non-null label, in input order.
 fn write_oob(path: &Path, model: &Model, data: &TrainingData, oob: &OutOfBag) -> Result<(), CliError> {
     let rows = oob.per_observation.as_ref().ok_or_else(|| CliError::Usage("no per-row out-of-bag results".into()))?;
+    // Training keeps rows in its own order; the file follows the input's.
     let (label, prediction): (ArrayRef, ArrayRef) = match (&data.target, &model.label.classes) {
         (Target::Classes(labels), Some(classes)) => {
             let label_type = model.label.arrow_type()?;
             let index: Vec<u32> = rows.iter().map(|o| o.prediction.unwrap_or(0.0) as u32).collect();
             let never_out = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_none())));
-            (classes.take(labels, &label_type)?, nullif(&classes.take(&index, &label_type)?, &never_out)?)
+            (
+                classes.take(&data.in_input_order(labels), &label_type)?,
+                nullif(&classes.take(&index, &label_type)?, &never_out)?,
+            )
         }
         (Target::Values(y), _) => (
-            Arc::new(Float64Array::from(y.clone())),
+            Arc::new(Float64Array::from(data.in_input_order(y))),
             Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.prediction))),
         ),
         (Target::Classes(_), None) => return Err(CliError::Usage("a classification model without classes".into())),

@@ -1,16 +1,43 @@
 //! `forest_importance(model)`: each feature's importance as a list of
 //! `{feature, importance}` structs, ready for `unnest`.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use arbor_ensemble::Model;
 use arrow::array::{ArrayRef, Float64Array, ListArray, StringArray, StructArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::model_argument::{binary_value, map_models, model_signature};
+use crate::sql_reference::DOC_SECTION;
+
+static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "Each feature's importance in a model, as a list of `{feature, importance}` structs in the model's \
+         feature order; `unnest` turns it into one row per feature. The measure is the one the model was \
+         trained with (`importance=mdi`, the default: mean decrease of impurity; `mda_raw` or `mda_scaled`: \
+         mean decrease of accuracy on out-of-bag rows); it is NULL with `importance=none`.",
+        "forest_importance(model)",
+    )
+    .with_argument("model", "A model from `train_forest` or `arbor train`. A NULL model gives NULL.")
+    .with_sql_example(
+        r#"> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, CAST(v % 7 AS DOUBLE) AS noise, v > 50 AS label FROM generate_series(1, 100) AS s(v);
+> CREATE TABLE models AS SELECT train_forest(label, x, noise, 'n_trees=5') AS forest FROM points;
+> SELECT f['feature'] AS feature, round(f['importance'], 3) AS importance FROM (SELECT unnest(forest_importance(forest)) AS f FROM models);
++---------+------------+
+| feature | importance |
++---------+------------+
+| x       | 0.49       |
+| noise   | 0.004      |
++---------+------------+"#,
+    )
+    .with_related_udf("forest_info")
+    .with_related_udf("train_forest")
+    .build()
+});
 
 /// The `forest_importance` function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -48,6 +75,10 @@ impl ScalarUDFImpl for ForestImportance {
 
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCUMENTATION)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

@@ -1,14 +1,40 @@
 //! `forest_info(model)`: the model's summary as JSON text (as `arbor inspect --json`).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use arbor_ensemble::Model;
 use arrow::array::StringArray;
 use arrow::datatypes::DataType;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::model_argument::{binary_value, map_models, model_signature};
+use crate::sql_reference::DOC_SECTION;
+
+static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "A model's summary as JSON text, the object `arbor inspect --json` prints: `task`, `algorithm`, \
+         `classes` (classification), `features` (each with `name`, `type` and `importance`), `trees` (each \
+         with `nodes`, `leaves` and `depth`), `params` (every option with the value used) and `oob_error` \
+         (a number, or null when not computed).",
+        "forest_info(model)",
+    )
+    .with_argument("model", "A model from `train_forest` or `arbor train`. A NULL model gives NULL.")
+    .with_sql_example(
+        r#"> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, v > 50 AS label FROM generate_series(1, 100) AS s(v);
+> CREATE TABLE models AS SELECT train_forest(label, x, 'n_trees=5') AS forest FROM points;
+> SELECT regexp_match(info, '"task":"(\w+)"')[1] AS task, regexp_match(info, '"classes":(\[[^\]]*\])')[1] AS classes FROM (SELECT forest_info(forest) AS info FROM models);
++----------------+--------------+
+| task           | classes      |
++----------------+--------------+
+| classification | [false,true] |
++----------------+--------------+"#,
+    )
+    .with_related_udf("forest_importance")
+    .with_related_udf("train_forest")
+    .build()
+});
 
 /// The `forest_info` function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -41,6 +67,10 @@ impl ScalarUDFImpl for ForestInfo {
 
     fn signature(&self) -> &Signature {
         &self.signature
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCUMENTATION)
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {

@@ -27,6 +27,7 @@ mod forest_info;
 mod model_argument;
 mod model_cache;
 mod predict_forest;
+mod sql_reference;
 mod train_forest;
 
 use datafusion::execution::FunctionRegistry;
@@ -36,6 +37,7 @@ use datafusion::prelude::SessionContext;
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
 pub use predict_forest::{PredictForest, PredictOutput};
+pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};
 pub use train_forest::TrainForest;
 
 /// Field metadata key on a model column: the Arrow type `predict_forest` returns.

@@ -1,7 +1,7 @@
 //! `predict_forest(model, feature, ...)` and `predict_forest_proba(model, feature, ...)`.
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use arbor_ensemble::Model;
 use arrow::array::{new_null_array, Array, ArrayRef, Float64Array, ListArray, UInt32Array};
@@ -11,12 +11,76 @@ use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
 use crate::model_argument::binary_value;
 use crate::model_cache::ModelCache;
+use crate::sql_reference::DOC_SECTION;
 use crate::PREDICTION_TYPE_KEY;
+
+/// The table and model both examples start from.
+const EXAMPLE_SETUP: &str =
+    "> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, v > 50 AS label FROM generate_series(1, 100) AS s(v);
+> CREATE TABLE models AS SELECT train_forest(label, x, 'n_trees=5') AS forest FROM points;
+";
+
+const MODEL_ARGUMENT: &str = "A model from `train_forest` or `arbor train`: a literal, a column of a joined table \
+    (one model per row), or a binary column read back from Parquet. Each distinct model is decoded once per query. \
+    A NULL model gives NULL. `predict_forest_proba` also takes a scalar subquery; `predict_forest` does not, \
+    because DataFusion's physical plan drops the model column's prediction type there: join the model instead.";
+
+const FEATURE_ARGUMENT: &str = "The model's features, in the order it was trained with. Their count and kinds \
+    (numeric or categorical) must match the model's; names need not. NULL and NaN are missing values.";
+
+static PREDICT_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "Predicts each row with a decision forest. For a classification model the result is the predicted class, \
+         typed like the label it was trained on (a string label gives strings back); for regression it is a \
+         Float64 value. A feature count or kind that does not match the model is a planning error naming the \
+         feature when the model is a literal or scalar subquery, an execution error otherwise.",
+        "predict_forest(model, feature_1[, ..., feature_n])",
+    )
+    .with_argument("model", MODEL_ARGUMENT)
+    .with_argument("feature_i", FEATURE_ARGUMENT)
+    .with_sql_example(format!(
+        "{EXAMPLE_SETUP}> SELECT x, predict_forest(m.forest, x) AS predicted FROM points, models m WHERE x IN (10, 90) ORDER BY x;
++------+-----------+
+| x    | predicted |
++------+-----------+
+| 10.0 | false     |
+| 90.0 | true      |
++------+-----------+"
+    ))
+    .with_related_udf("predict_forest_proba")
+    .with_related_udf("train_forest")
+    .build()
+});
+
+static PROBA_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "Class probabilities of each row under a classification model, as a `List<Float64>` in the order of the \
+         model's classes (`forest_info(model)` lists them). A random forest gives its trees' weighted (or, with \
+         `voting=unweighted`, plain) vote shares; a boosted model its softmax or logistic probabilities.",
+        "predict_forest_proba(model, feature_1[, ..., feature_n])",
+    )
+    .with_argument("model", MODEL_ARGUMENT)
+    .with_argument("feature_i", FEATURE_ARGUMENT)
+    .with_sql_example(format!(
+        "{EXAMPLE_SETUP}> SELECT x, predict_forest_proba(m.forest, x) AS p FROM points, models m WHERE x IN (10, 90) ORDER BY x;
++------+------------+
+| x    | p          |
++------+------------+
+| 10.0 | [1.0, 0.0] |
+| 90.0 | [0.0, 1.0] |
++------+------------+"
+    ))
+    .with_related_udf("predict_forest")
+    .with_related_udf("forest_info")
+    .build()
+});
 
 /// What a prediction function returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,6 +175,13 @@ impl ScalarUDFImpl for PredictForest {
         &self.signature
     }
 
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(match self.output {
+            PredictOutput::Prediction => &PREDICT_DOCUMENTATION,
+            PredictOutput::Probabilities => &PROBA_DOCUMENTATION,
+        })
+    }
+
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
         internal_return_type()
     }
@@ -146,7 +217,22 @@ impl ScalarUDFImpl for PredictForest {
                 };
                 let from_metadata =
                     fields[0].metadata().get(PREDICTION_TYPE_KEY).and_then(|t| DataType::from_str(t).ok());
-                from_literal.or(from_metadata).unwrap_or(DataType::Utf8)
+                match from_literal.or(from_metadata) {
+                    Some(t) => t,
+                    // DataFusion 55's physical scalar subquery drops the model column's
+                    // metadata, so the type planned from the logical plan cannot be kept.
+                    None if fields[0].name() == "scalar_subquery" => {
+                        return plan_err!(
+                            "{}: the prediction type of a model from a scalar subquery is lost in DataFusion's \
+                             physical plan; join the model instead: FROM t CROSS JOIN (SELECT forest FROM models) m \
+                             ... {}(m.forest, ...) (predict_forest_proba works either way)",
+                            self.name(),
+                            self.name()
+                        )
+                    }
+                    // A binary column that did not come from train_forest: text is the one safe type.
+                    None => DataType::Utf8,
+                }
             }
         };
         Ok(Arc::new(Field::new(self.name(), data_type, true)))

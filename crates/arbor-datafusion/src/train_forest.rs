@@ -4,20 +4,66 @@
 //! option: `train_forest(label, f1, f2, w, 'weight=w n_trees=50')`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, train, NamedColumn, Task, TrainParams, TrainingData};
+use arbor_ensemble::{default_task, train, NamedColumn, Task, TrainParams, TrainingData, OPTION_KEYS};
 use arrow::array::{Array, ArrayRef, AsArray, ListArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::compute::concat;
+use arrow::compute::{cast, concat};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Signature, Volatility};
 use datafusion::physical_expr::expressions::Literal;
 
+use crate::sql_reference::DOC_SECTION;
 use crate::PREDICTION_TYPE_KEY;
+
+static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "Trains a decision forest on the rows of each group and returns the model as a binary value: a random \
+         forest by default, extra trees with `splitter=random`, gradient boosted trees with \
+         `algorithm=gradient-boosting`. The task follows the label's type (integer, boolean or string: \
+         classification; floating point: regression) unless the `task` option says otherwise. Nulls and NaN in \
+         features are missing values, which the trees learn a direction for; rows with a null label are skipped. \
+         The group's rows stay in memory until the model is trained and are counted against the session's \
+         memory pool, so a training set larger than the pool's limit is a `Resources exhausted` error. The same \
+         rows and options give the same model bytes as `arbor train`, whatever the partitioning.",
+        "train_forest(label, feature_1[, ..., feature_n][, 'options'])",
+    )
+    .with_argument(
+        "label",
+        "What to predict: an integer, boolean or string column for classification, a floating-point one for regression.",
+    )
+    .with_argument(
+        "feature_i",
+        "A feature column; its name is the feature's name in the model. Numeric and boolean columns are numeric \
+         features, string and dictionary columns categorical ones.",
+    )
+    .with_argument(
+        "options",
+        "A string literal of `key=value` pairs separated by spaces or commas, with the keys of `arbor train --set` \
+         (see [Training options](#training-options)), e.g. `'n_trees=200 max_depth=12'`. The key `weight=ARG` names \
+         the argument that holds sample weights; that argument is then not a feature.",
+    )
+    .with_sql_example(
+        r#"> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, v % 3 AS shop, v > 50 AS label, 1.0 + v % 2 AS w FROM generate_series(1, 300) AS s(v);
+> CREATE TABLE models AS SELECT shop, train_forest(label, x, w, 'n_trees=5 weight=w') AS forest FROM points GROUP BY shop;
+> SELECT m.shop, arrow_typeof(m.forest) AS model, avg(CASE WHEN predict_forest(m.forest, p.x) = p.label THEN 1.0 ELSE 0.0 END) AS accuracy FROM points p JOIN models m ON p.shop = m.shop GROUP BY 1, 2 ORDER BY 1;
++------+------------+----------+
+| shop | model      | accuracy |
++------+------------+----------+
+| 0    | BinaryView | 0.99     |
+| 1    | BinaryView | 0.97     |
+| 2    | BinaryView | 0.97     |
++------+------------+----------+"#,
+    )
+    .with_related_udf("predict_forest")
+    .with_related_udf("forest_info")
+    .build()
+});
 
 /// The `train_forest` aggregate: collects its group's rows, then trains.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -72,6 +118,10 @@ impl AggregateUDFImpl for TrainForest {
         Ok(Arc::new(Field::new(self.name(), DataType::BinaryView, true).with_metadata(metadata)))
     }
 
+    fn documentation(&self) -> Option<&Documentation> {
+        Some(&DOCUMENTATION)
+    }
+
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let mut n_data = args.exprs.len();
         let mut params = TrainParams::default();
@@ -119,7 +169,7 @@ impl AggregateUDFImpl for TrainForest {
             weight,
             n_args: args.exprs.len(),
             params,
-            arrays: vec![Vec::new(); n_data],
+            arrays: vec![ColumnChunks::default(); n_data],
             planned: prediction_type(args.expr_fields[0].data_type()),
         }))
     }
@@ -137,7 +187,7 @@ impl AggregateUDFImpl for TrainForest {
     }
 }
 
-/// Rows of one group, kept as the arrays they arrived in until evaluation.
+/// Rows of one group, kept column by column until evaluation.
 #[derive(Debug)]
 struct TrainForestAccumulator {
     names: Vec<String>,
@@ -146,31 +196,121 @@ struct TrainForestAccumulator {
     weight: Option<usize>,
     n_args: usize,
     params: TrainParams,
-    arrays: Vec<Vec<ArrayRef>>,
+    arrays: Vec<ColumnChunks>,
     planned: DataType,
 }
 
 impl TrainForestAccumulator {
-    fn column(&self, i: usize) -> NamedColumn {
-        NamedColumn { name: self.names[i].clone(), arrays: self.arrays[i].clone() }
+    fn column(&mut self, i: usize) -> Result<NamedColumn> {
+        Ok(NamedColumn { name: self.names[i].clone(), arrays: self.arrays[i].compacted()? })
     }
+}
+
+/// One argument's rows: compact chunks, plus the arrays received since the last compaction.
+///
+/// Arrays handed to an accumulator are often slices of a larger batch (one
+/// slice per group under GROUP BY, one row each with `batch_size = 1`).
+/// Keeping them as they arrive would hold whole batches alive and cost an
+/// array header per row; copying them into chunks keeps memory proportional
+/// to the group's rows, which is what [`Accumulator::size`] reports to the pool.
+#[derive(Debug, Default, Clone)]
+struct ColumnChunks {
+    chunks: Vec<ArrayRef>,
+    pending: Vec<ArrayRef>,
+    pending_rows: usize,
+}
+
+impl ColumnChunks {
+    /// Arrays or rows received before they are copied into one chunk.
+    const MAX_PENDING_ARRAYS: usize = 64;
+    const MAX_PENDING_ROWS: usize = 1 << 16;
+
+    fn push(&mut self, array: ArrayRef) -> Result<()> {
+        if array.is_empty() {
+            return Ok(());
+        }
+        self.pending_rows += array.len();
+        self.pending.push(array);
+        if self.pending.len() >= Self::MAX_PENDING_ARRAYS || self.pending_rows >= Self::MAX_PENDING_ROWS {
+            self.compact()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the pending arrays into one chunk.
+    fn compact(&mut self) -> Result<()> {
+        if !self.pending.is_empty() {
+            let refs: Vec<&dyn Array> = self.pending.iter().map(|a| a.as_ref()).collect();
+            self.chunks.push(concat(&refs)?);
+            self.pending.clear();
+            self.pending_rows = 0;
+        }
+        Ok(())
+    }
+
+    /// Every row, as compact chunks.
+    fn compacted(&mut self) -> Result<Vec<ArrayRef>> {
+        self.compact()?;
+        Ok(self.chunks.clone())
+    }
+
+    /// Bytes held: whole chunks, and the pending arrays' own rows (their
+    /// batches belong to whoever sliced them).
+    fn size(&self) -> usize {
+        let chunks: usize = self.chunks.iter().map(|a| a.get_array_memory_size()).sum();
+        let pending: usize = self
+            .pending
+            .iter()
+            .map(|a| a.to_data().get_slice_memory_size().unwrap_or_else(|_| a.get_array_memory_size()))
+            .sum();
+        chunks + pending + (self.chunks.capacity() + self.pending.capacity()) * std::mem::size_of::<ArrayRef>()
+    }
+}
+
+/// The first value of a string argument when it reads as an options string
+/// (`key=value` pairs with known keys): options passed as a column by mistake.
+fn options_like(arrays: &[ArrayRef]) -> Result<Option<String>> {
+    let Some(array) = arrays.iter().find(|a| a.null_count() < a.len()) else { return Ok(None) };
+    let is_string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let string_like = match array.data_type() {
+        DataType::Dictionary(_, value) => is_string(value),
+        t => is_string(t),
+    };
+    if !string_like {
+        return Ok(None);
+    }
+    let first = (0..array.len()).find(|&i| array.is_valid(i)).unwrap_or(0);
+    let value = cast(&array.slice(first, 1), &DataType::Utf8)?;
+    let value = value.as_string::<i32>().value(0);
+    let known = |key: &str| key == "weight" || OPTION_KEYS.contains(&key);
+    let reads_as_options = value.contains('=')
+        && TrainParams::option_pairs(value).is_ok_and(|pairs| pairs.iter().all(|(key, _)| known(key)));
+    Ok(reads_as_options.then(|| value.to_owned()))
 }
 
 impl Accumulator for TrainForestAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         for (store, array) in self.arrays.iter_mut().zip(values) {
-            if !array.is_empty() {
-                store.push(array.clone());
-            }
+            store.push(array.clone())?;
         }
         Ok(())
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let features = (1..self.names.len()).filter(|&i| Some(i) != self.weight).map(|i| self.column(i)).collect();
-        let weight = self.weight.map(|i| self.column(i));
+        let last = self.names.len() - 1;
+        if let Some(value) = options_like(&self.arrays[last].compacted()?)? {
+            return exec_err!(
+                "train_forest: the last argument '{}' holds '{value}', which reads as options, but options must be \
+                 a string literal (a string column would be trained on as a categorical feature)",
+                self.names[last]
+            );
+        }
+        let feature_args: Vec<usize> = (1..self.names.len()).filter(|&i| Some(i) != self.weight).collect();
+        let features = feature_args.into_iter().map(|i| self.column(i)).collect::<Result<Vec<_>>>()?;
+        let weight = self.weight.map(|i| self.column(i)).transpose()?;
+        let label = self.column(0)?;
         let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
-        let data = TrainingData::from_columns(self.column(0), features, weight, self.params.task, |n| {
+        let data = TrainingData::from_columns(label, features, weight, self.params.task, |n| {
             types.get(n).map(|t| (*t).clone())
         })
         .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
@@ -191,19 +331,21 @@ impl Accumulator for TrainForestAccumulator {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.arrays.iter().flatten().map(|a| a.get_array_memory_size()).sum::<usize>()
+        std::mem::size_of_val(self) + self.arrays.iter().map(ColumnChunks::size).sum::<usize>()
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let mut out = Vec::with_capacity(self.n_args);
         for i in 0..self.n_args {
             let data_type = self.types.get(i).cloned().unwrap_or(DataType::Utf8);
-            let values = match self.arrays.get(i) {
-                Some(arrays) if !arrays.is_empty() => {
-                    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
-                    concat(&refs)?
-                }
-                _ => arrow::array::new_empty_array(&data_type),
+            let arrays = match self.arrays.get_mut(i) {
+                Some(column) => column.compacted()?,
+                None => Vec::new(),
+            };
+            let values = match arrays.len() {
+                0 => arrow::array::new_empty_array(&data_type),
+                1 => arrays[0].clone(),
+                _ => concat(&arrays.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
             };
             let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
             let list = ListArray::new(field, OffsetBuffer::from_lengths([values.len()]), values, None);
@@ -217,10 +359,7 @@ impl Accumulator for TrainForestAccumulator {
             let list = state.as_list::<i32>();
             for j in 0..list.len() {
                 if list.is_valid(j) {
-                    let values = list.value(j);
-                    if !values.is_empty() {
-                        store.push(values);
-                    }
+                    store.push(list.value(j))?;
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Training data read from Arrow: label, features and weights, checked once.
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::{cast, filter, is_not_null};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
+use arrow::compute::{cast, concat, filter, is_not_null, lexsort_to_indices, take, SortColumn};
 use arrow::datatypes::{DataType, Float64Type, Schema};
 
 use arbor_quantize::{FeatureColumn, FeatureType, QuantizeError};
@@ -45,6 +45,11 @@ pub struct TrainingData {
     pub weights: Option<Vec<f64>>,
     /// Rows dropped because their label was null.
     pub skipped_null_labels: usize,
+    /// Each training row's position among the input rows with a non-null
+    /// label. Training sorts rows into one canonical order, so that a model
+    /// depends on the rows it is given, never on the order they arrive in
+    /// (file layout, batch sizes, SQL partitions).
+    pub input_row: Vec<u32>,
 }
 
 impl TrainingData {
@@ -140,13 +145,37 @@ impl TrainingData {
                 })
                 .collect()
         };
-        let (label_info, target) = read_label(&label.name, &drop_nulls(&label)?, task)?;
-        let weights = weight.as_ref().map(|w| read_weights(&w.name, &drop_nulls(w)?)).transpose()?;
+        let labels = drop_nulls(&label)?;
+        let (label_info, target) = read_label(&label.name, &labels, task)?;
+        let weight_arrays = weight.as_ref().map(&drop_nulls).transpose()?;
+        let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
+        let mut feature_values = Vec::with_capacity(features.len());
+        for f in &features {
+            feature_values.push(one_array(&drop_nulls(f)?)?);
+        }
+        // Features first, then the label and the weight: the keys of the canonical order.
+        let mut keys: Vec<ArrayRef> = feature_values.clone();
+        keys.push(one_array(&labels)?);
+        if let Some(arrays) = &weight_arrays {
+            keys.push(one_array(arrays)?);
+        }
+        let input_row = canonical_order(&keys)?;
+        let order = UInt32Array::from(input_row.clone());
+        let gather = |values: &[f64]| input_row.iter().map(|&r| values[r as usize]).collect::<Vec<f64>>();
+        let target = match target {
+            Target::Classes(c) => Target::Classes(input_row.iter().map(|&r| c[r as usize]).collect()),
+            Target::Values(v) => Target::Values(gather(&v)),
+        };
+        let weights = weights.map(|w| gather(&w));
+        let sorted = feature_values
+            .iter()
+            .map(|v| take(v.as_ref(), &order, None))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         let mut specs = Vec::with_capacity(features.len());
         let mut columns = Vec::with_capacity(features.len());
-        for f in &features {
+        for (f, values) in features.iter().zip(sorted) {
             specs.push(FeatureSpec { name: f.name.clone(), data_type: type_of(f) });
-            columns.push(FeatureColumn::from_arrays(&f.name, &drop_nulls(f)?)?);
+            columns.push(FeatureColumn::from_arrays(&f.name, &[values])?);
         }
         Ok(TrainingData {
             task,
@@ -156,7 +185,17 @@ impl TrainingData {
             columns,
             weights,
             skipped_null_labels: skipped,
+            input_row,
         })
+    }
+
+    /// Per-row values in training order, put back into input order.
+    pub fn in_input_order<T: Clone>(&self, values: &[T]) -> Vec<T> {
+        let mut out = values.to_vec();
+        for (value, &row) in values.iter().zip(&self.input_row) {
+            out[row as usize] = value.clone();
+        }
+        out
     }
 
     /// Number of training rows (null labels excluded).
@@ -166,6 +205,23 @@ impl TrainingData {
             Target::Values(v) => v.len(),
         }
     }
+}
+
+/// Concatenates a column's arrays into one.
+fn one_array(arrays: &[ArrayRef]) -> Result<ArrayRef> {
+    Ok(match arrays {
+        [one] => one.clone(),
+        many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
+    })
+}
+
+/// The canonical row order: rows sorted by every column in turn, given as
+/// each sorted row's input position. Rows that compare equal are identical,
+/// so the order of the data it yields does not depend on the input order.
+fn canonical_order(columns: &[ArrayRef]) -> Result<Vec<u32>> {
+    let keys: Vec<SortColumn> =
+        columns.iter().map(|values| SortColumn { values: values.clone(), options: None }).collect();
+    Ok(lexsort_to_indices(&keys, None)?.values().to_vec())
 }
 
 fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {

@@ -22,7 +22,7 @@ pub struct OutOfBag {
     pub error: f64,
     /// Rows out of bag for at least one tree.
     pub rows: usize,
-    /// Per training row (null labels skipped), when `oob_per_observation` was asked.
+    /// Per training row in input order (null labels skipped), when `oob_per_observation` was asked.
     pub per_observation: Option<Vec<OobObservation>>,
 }
 
@@ -159,7 +159,7 @@ pub(crate) fn aggregate(
     OutOfBag {
         error: if rows > 0 { total / rows as f64 } else { f64::NAN },
         rows,
-        per_observation: per_observation.then_some(observations),
+        per_observation: per_observation.then(|| data.in_input_order(&observations)),
     }
 }
 

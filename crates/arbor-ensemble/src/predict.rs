@@ -63,6 +63,8 @@ impl Model {
         let f = &self.features[index];
         let given = FeatureType::of(data_type);
         let fits = match f.kind {
+            // An untyped NULL (a SQL `NULL` literal) is missing for any feature.
+            _ if *data_type == DataType::Null => true,
             FeatureType::Categorical => given == Some(FeatureType::Categorical),
             FeatureType::Numeric | FeatureType::Boolean => {
                 matches!(given, Some(FeatureType::Numeric | FeatureType::Boolean))
@@ -94,7 +96,11 @@ impl Model {
         let mut columns = Vec::with_capacity(arrays.len());
         for (i, (f, a)) in self.features.iter().zip(arrays).enumerate() {
             self.check_feature_type(i, a.data_type())?;
-            columns.push(f.mapper.raw_values(&f.name, a)?);
+            if *a.data_type() == DataType::Null {
+                columns.push(vec![f64::NAN; a.len()]);
+            } else {
+                columns.push(f.mapper.raw_values(&f.name, a)?);
+            }
         }
         Ok(self.predict_columns(&columns, n_rows))
     }
