@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 
 use crate::CliError;
@@ -24,7 +24,10 @@ pub enum OutputFormat {
 
 /// Runs every statement of `sql` in order and writes each query's result to `out`.
 pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
-    let ctx = SessionContext::new();
+    // Parquet files keep their Arrow field metadata, so a model column read back
+    // from Parquet still tells predict_forest the label's type.
+    let config = SessionConfig::new().set_bool("datafusion.execution.parquet.skip_metadata", false);
+    let ctx = SessionContext::new_with_config(config);
     arbor_datafusion::register(&ctx);
     let statements = DFParser::parse_sql(sql).map_err(CliError::DataFusion)?;
     if statements.is_empty() {
