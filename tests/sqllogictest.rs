@@ -8,8 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
+use arbor::commands::displayable;
 use arbor_datafusion::register;
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use async_trait::async_trait;
@@ -61,44 +62,20 @@ fn column_type(data_type: &DataType) -> DefaultColumnType {
 }
 
 /// A batch as text rows: NULL for nulls, `(empty)` for empty strings, and
-/// binary values (models) by their size, not their bytes.
+/// binary values (models) by their size, as `arbor sql` shows them.
 fn rows_of(batch: &RecordBatch) -> Result<Vec<Vec<String>>, DataFusionError> {
+    let batch = displayable(batch).map_err(|e| DataFusionError::External(Box::new(e)))?;
     let options = FormatOptions::default().with_null("NULL");
-    let mut columns: Vec<Vec<String>> = Vec::new();
-    for column in batch.columns() {
-        let cells = match column.data_type() {
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
-                (0..column.len()).map(|i| binary_cell(column, i)).collect()
-            }
-            _ => {
-                let formatter = ArrayFormatter::try_new(column.as_ref(), &options)?;
-                (0..column.len())
-                    .map(|i| {
-                        let text = formatter.value(i).to_string();
-                        if text.is_empty() {
-                            "(empty)".to_owned()
-                        } else {
-                            text
-                        }
-                    })
-                    .collect()
-            }
-        };
-        columns.push(cells);
-    }
-    Ok((0..batch.num_rows()).map(|r| columns.iter().map(|c| c[r].clone()).collect()).collect())
-}
-
-fn binary_cell(column: &ArrayRef, i: usize) -> String {
-    if column.is_null(i) {
-        return "NULL".to_owned();
-    }
-    let len = match column.data_type() {
-        DataType::Binary => column.as_binary::<i32>().value(i).len(),
-        DataType::LargeBinary => column.as_binary::<i64>().value(i).len(),
-        _ => column.as_binary_view().value(i).len(),
+    let formatters = batch
+        .columns()
+        .iter()
+        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cell = |formatter: &ArrayFormatter, row: usize| match formatter.value(row).to_string() {
+        text if text.is_empty() => "(empty)".to_owned(),
+        text => text,
     };
-    format!("<{len} bytes>")
+    Ok((0..batch.num_rows()).map(|row| formatters.iter().map(|f| cell(f, row)).collect()).collect())
 }
 
 fn slt_files() -> Vec<PathBuf> {

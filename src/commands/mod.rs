@@ -13,5 +13,5 @@ pub use atomic_file::AtomicFile;
 pub use import::{import, ImportFormat};
 pub use inspect::inspect;
 pub use predict::{predict, PredictArgs};
-pub use sql::{run_sql, OutputFormat};
+pub use sql::{displayable, run_sql, OutputFormat};
 pub use train::{train, TrainArgs};

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
+use arbor_datafusion::binary_value;
+use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
@@ -66,8 +67,8 @@ fn write_batches(batches: &[RecordBatch], format: OutputFormat, out: &mut dyn st
     Ok(())
 }
 
-/// Binary columns (models) are shown by size, not as pages of hex.
-fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
+/// The batch with binary columns (models) shown by size, `<N bytes>`, not as pages of hex.
+pub fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
     if !batch.schema().fields().iter().any(|f| is_binary(f.data_type())) {
         return Ok(batch.clone());
     }
@@ -75,9 +76,8 @@ fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
     let mut columns = Vec::new();
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
         if is_binary(field.data_type()) {
-            let sizes: StringArray = (0..column.len())
-                .map(|i| (!column.is_null(i)).then(|| format!("<{} bytes>", binary_len(column, i))))
-                .collect();
+            let sizes: StringArray =
+                (0..column.len()).map(|i| binary_value(column, i).map(|b| format!("<{} bytes>", b.len()))).collect();
             fields.push(Field::new(field.name(), DataType::Utf8, true));
             columns.push(Arc::new(sizes) as ArrayRef);
         } else {
@@ -90,12 +90,4 @@ fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
 
 fn is_binary(t: &DataType) -> bool {
     matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
-}
-
-fn binary_len(column: &ArrayRef, i: usize) -> usize {
-    match column.data_type() {
-        DataType::Binary => column.as_binary::<i32>().value(i).len(),
-        DataType::LargeBinary => column.as_binary::<i64>().value(i).len(),
-        _ => column.as_binary_view().value(i).len(),
-    }
 }

@@ -3,14 +3,13 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::Model;
 use arrow::array::{ArrayRef, Float64Array, ListArray, StringArray, StructArray};
-use arrow::buffer::OffsetBuffer;
+use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::datatypes::{DataType, Field, Fields};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
-use crate::model_argument::{binary_value, map_models, model_signature};
+use crate::model_argument::{map_models, model_signature};
 use crate::sql_reference::DOC_SECTION;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -88,13 +87,11 @@ impl ScalarUDFImpl for ForestImportance {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         map_models(self.name(), &args.args[0], |models| {
             let (mut names, mut values, mut lengths) = (Vec::new(), Vec::new(), Vec::with_capacity(models.len()));
-            for i in 0..models.len() {
-                let Some(bytes) = binary_value(models, i) else {
+            for model in models {
+                let Some(model) = model else {
                     lengths.push(0);
                     continue;
                 };
-                let model = Model::from_bytes(bytes)
-                    .map_err(|e| DataFusionError::Execution(format!("forest_importance: {e}")))?;
                 for (f, feature) in model.features.iter().enumerate() {
                     names.push(feature.name.clone());
                     values.push(model.importance.as_ref().map(|imp| imp[f]));
@@ -106,9 +103,9 @@ impl ScalarUDFImpl for ForestImportance {
                 vec![Arc::new(StringArray::from(names)) as ArrayRef, Arc::new(Float64Array::from(values))],
                 None,
             );
+            let nulls = NullBuffer::from_iter(models.iter().map(Option::is_some));
             let DataType::List(item) = list_type() else { unreachable!("a list type") };
-            let list =
-                ListArray::new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), models.logical_nulls());
+            let list = ListArray::new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), Some(nulls));
             Ok(Arc::new(list) as ArrayRef)
         })
     }

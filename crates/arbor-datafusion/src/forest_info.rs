@@ -2,13 +2,12 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::Model;
 use arrow::array::StringArray;
 use arrow::datatypes::DataType;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
-use crate::model_argument::{binary_value, map_models, model_signature};
+use crate::model_argument::{map_models, model_signature};
 use crate::sql_reference::DOC_SECTION;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -55,11 +54,6 @@ impl Default for ForestInfo {
     }
 }
 
-fn info(bytes: &[u8]) -> Result<String> {
-    let model = Model::from_bytes(bytes).map_err(|e| DataFusionError::Execution(format!("forest_info: {e}")))?;
-    Ok(model.summary_json().to_string())
-}
-
 impl ScalarUDFImpl for ForestInfo {
     fn name(&self) -> &str {
         "forest_info"
@@ -79,9 +73,8 @@ impl ScalarUDFImpl for ForestInfo {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         map_models(self.name(), &args.args[0], |models| {
-            let values: Vec<Option<String>> =
-                (0..models.len()).map(|i| binary_value(models, i).map(info).transpose()).collect::<Result<_>>()?;
-            Ok(Arc::new(StringArray::from(values)))
+            let infos: StringArray = models.iter().map(|m| m.as_ref().map(|m| m.summary_json().to_string())).collect();
+            Ok(Arc::new(infos))
         })
     }
 }

@@ -36,6 +36,7 @@ use datafusion::prelude::SessionContext;
 
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
+pub use model_argument::binary_value;
 pub use predict_forest::{PredictForest, PredictOutput};
 pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};
 pub use train_forest::TrainForest;

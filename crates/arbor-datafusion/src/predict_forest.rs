@@ -15,7 +15,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::model_argument::binary_value;
-use crate::model_cache::ModelCache;
+use crate::model_cache::decoded;
 use crate::sql_reference::DOC_SECTION;
 use crate::PREDICTION_TYPE_KEY;
 
@@ -93,35 +93,16 @@ pub enum PredictOutput {
 
 /// `predict_forest` / `predict_forest_proba`: score rows with a model given as
 /// Binary (a literal, a scalar subquery, or a column holding one model per row).
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PredictForest {
     signature: Signature,
     output: PredictOutput,
-    cache: ModelCache,
-}
-
-impl PartialEq for PredictForest {
-    fn eq(&self, other: &Self) -> bool {
-        self.output == other.output
-    }
-}
-
-impl Eq for PredictForest {}
-
-impl std::hash::Hash for PredictForest {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.output.hash(state)
-    }
 }
 
 impl PredictForest {
     /// A new prediction function.
     pub fn new(output: PredictOutput) -> Self {
-        PredictForest {
-            signature: Signature::variadic_any(Volatility::Immutable),
-            output,
-            cache: ModelCache::default(),
-        }
+        PredictForest { signature: Signature::variadic_any(Volatility::Immutable), output }
     }
 
     fn exec_error(&self, e: impl std::fmt::Display) -> DataFusionError {
@@ -210,7 +191,7 @@ impl ScalarUDFImpl for PredictForest {
                         | ScalarValue::LargeBinary(Some(b))
                         | ScalarValue::BinaryView(Some(b)),
                     )) => {
-                        let model = self.cache.get(b).map_err(|e| DataFusionError::Plan(e.to_string()))?;
+                        let model = decoded(b).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name())))?;
                         Some(model.prediction_type().map_err(|e| DataFusionError::Plan(e.to_string()))?)
                     }
                     _ => None,
@@ -254,7 +235,7 @@ impl ScalarUDFImpl for PredictForest {
                 match bytes {
                     None => Ok(ColumnarValue::Array(new_null_array(&planned, n_rows))),
                     Some(bytes) => {
-                        let model = self.cache.get(bytes)?;
+                        let model = decoded(bytes).map_err(|e| self.exec_error(e))?;
                         Ok(ColumnarValue::Array(self.predict(&model, &features, &planned)?))
                     }
                 }
@@ -275,7 +256,7 @@ impl ScalarUDFImpl for PredictForest {
                     let group = match last {
                         Some((b, g)) if std::ptr::eq(b, bytes) || b == bytes => g,
                         _ => {
-                            let model = self.cache.get(bytes)?;
+                            let model = decoded(bytes).map_err(|e| self.exec_error(e))?;
                             match groups.iter().position(|(m, _)| Arc::ptr_eq(m, &model)) {
                                 Some(g) => g,
                                 None => {

@@ -161,12 +161,11 @@ impl TrainingData {
         }
         let input_row = canonical_order(&keys)?;
         let order = UInt32Array::from(input_row.clone());
-        let gather = |values: &[f64]| input_row.iter().map(|&r| values[r as usize]).collect::<Vec<f64>>();
         let target = match target {
-            Target::Classes(c) => Target::Classes(input_row.iter().map(|&r| c[r as usize]).collect()),
-            Target::Values(v) => Target::Values(gather(&v)),
+            Target::Classes(c) => Target::Classes(gather(&c, &input_row)),
+            Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
-        let weights = weights.map(|w| gather(&w));
+        let weights = weights.map(|w| gather(&w, &input_row));
         let sorted = feature_values
             .iter()
             .map(|v| take(v.as_ref(), &order, None))
@@ -213,6 +212,11 @@ fn one_array(arrays: &[ArrayRef]) -> Result<ArrayRef> {
         [one] => one.clone(),
         many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
     })
+}
+
+/// `values` in the order of `rows` (positions into `values`).
+fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
+    rows.iter().map(|&r| values[r as usize]).collect()
 }
 
 /// The canonical row order: rows sorted by every column in turn, given as
