@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use arbor::commands::{self, ImportFormat, OutputFormat, PredictArgs, TrainArgs};
+use arbor::commands::{self, ImportFormat, InspectFormat, OutputFormat, PredictArgs, TrainArgs};
 use arbor::CliError;
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -88,14 +88,17 @@ enum Command {
         #[arg(long)]
         proba: bool,
     },
-    /// Describe a model: task, classes, features and importance, trees, parameters.
+    /// Describe a model: task, classes, features and importance, trees, parameters; or draw one tree.
     Inspect {
         /// The model file.
         #[arg(long)]
         model: PathBuf,
         /// Print one JSON object.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "dot")]
         json: bool,
+        /// Print tree N (from 0) as Graphviz DOT, e.g. `| dot -Tsvg > tree.svg`.
+        #[arg(long, value_name = "N")]
+        dot: Option<usize>,
     },
     /// Run SQL in an embedded DataFusion session with arbor's functions.
     Sql {
@@ -109,7 +112,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
     },
-    /// Convert a model trained by another library into an arbor model.
+    /// Convert an XGBoost (JSON) or LightGBM (text) model into an arbor model.
     Import {
         /// The foreign model's format.
         #[arg(long, value_enum)]
@@ -152,8 +155,13 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let report = commands::predict(&PredictArgs { model, input, output, proba })?;
             eprintln!("{report}");
         }
-        Command::Inspect { model, json } => {
-            writeln!(stdout, "{}", commands::inspect(&model, json)?).map_err(io)?;
+        Command::Inspect { model, json, dot } => {
+            let format = match (json, dot) {
+                (_, Some(tree)) => InspectFormat::Dot(tree),
+                (true, None) => InspectFormat::Json,
+                (false, None) => InspectFormat::Text,
+            };
+            write!(stdout, "{}", commands::inspect(&model, format)?).map_err(io)?;
         }
         Command::Sql { file, command, format } => {
             let sql = match (file, command) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
 use arrow::compute::concat_batches;
-use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema};
+use arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Int64Type, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
@@ -336,4 +336,80 @@ fn out_of_bag_results_per_row_and_in_inspect() {
     assert!(trees.iter().all(|t| t["nodes"].as_u64().unwrap() == 2 * t["leaves"].as_u64().unwrap() - 1));
     let text = ok(&["inspect", "--model", s(&model)]);
     assert!(text.contains("mean decrease of accuracy, raw"), "{text}");
+}
+
+fn interop(name: &str) -> PathBuf {
+    root().join("crates/arbor-ensemble/tests/interop").join(name)
+}
+
+/// `arbor import` of an XGBoost and a LightGBM model, then `predict` equal to
+/// the libraries' own predictions, and `inspect --dot` drawing a tree.
+#[test]
+fn import_predict_and_draw_foreign_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("xgboost-json", "xgb_binary.json", "flights_rows.parquet", "xgb_binary"),
+        ("lightgbm-text", "lgb_binary.txt", "flights_rows.parquet", "lgb_binary"),
+    ];
+    for (format, file, rows, expected) in cases {
+        let model = dir.path().join(format!("{expected}.arbor"));
+        let out = dir.path().join(format!("{expected}.parquet"));
+        let report = arbor(&["import", "--format", format, "--input", s(&interop(file)), "--output", s(&model)]);
+        assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+        let report = String::from_utf8(report.stderr).unwrap();
+        assert!(report.contains("classification over 2 classes, 20 trees, 8 features"), "{report}");
+        ok(&["predict", "--model", s(&model), "--input", s(&interop(rows)), "--output", s(&out), "--proba"]);
+        let batch = read(&out);
+        let got = batch.column_by_name("proba_1").unwrap().as_primitive::<Float64Type>();
+        let want = batch.column_by_name(expected).unwrap().as_primitive::<Float64Type>();
+        for (g, w) in got.values().iter().zip(want.values()) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-3), "{expected}: {g} vs {w}");
+        }
+        let predicted = batch.column_by_name("prediction").unwrap().as_primitive::<Int64Type>();
+        assert!(predicted.values().iter().zip(want.values()).all(|(&c, &p)| c == i64::from(p > 0.5)));
+    }
+
+    let model = dir.path().join("xgb_binary.arbor");
+    let dot = ok(&["inspect", "--model", s(&model), "--dot", "3"]);
+    assert!(dot.starts_with("digraph tree_3 {") && dot.trim_end().ends_with('}'), "{dot}");
+    assert!(dot.contains("dep_delay <= ") && dot.contains("(raw score)"), "{dot}");
+    let err = fails(&["inspect", "--model", s(&model), "--dot", "20"]);
+    assert!(err.contains("tree 20 does not exist") && err.contains("20 trees"), "{err}");
+    let inspect = ok(&["inspect", "--model", s(&model), "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&inspect).unwrap();
+    assert_eq!(json["params"]["imported_from"], "xgboost 3.2.0");
+    assert_eq!(json["params"]["objective"], "binary:logistic");
+
+    let unwritten = dir.path().join("never.arbor");
+    let err = fails(&[
+        "import",
+        "--format",
+        "xgboost-json",
+        "--input",
+        s(&interop("xgb_dart.json")),
+        "--output",
+        s(&unwritten),
+    ]);
+    assert!(err.contains("xgb_dart.json: xgboost-json model: booster 'dart' is not supported"), "{err}");
+    let err = fails(&[
+        "import",
+        "--format",
+        "xgboost-json",
+        "--input",
+        s(&interop("lgb_reg.txt")),
+        "--output",
+        s(&unwritten),
+    ]);
+    assert!(err.contains("not an XGBoost JSON model"), "{err}");
+    let err = fails(&[
+        "import",
+        "--format",
+        "lightgbm-text",
+        "--input",
+        s(&interop("lgb_linear.txt")),
+        "--output",
+        s(&unwritten),
+    ]);
+    assert!(err.contains("linear trees (linear_tree=true) are not supported"), "{err}");
+    assert!(!unwritten.exists(), "nothing is written on failure");
 }

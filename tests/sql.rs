@@ -234,3 +234,32 @@ async fn sql_errors_are_clear() {
         query(&ctx, "SELECT predict_forest(CAST(NULL AS BYTEA), dep_delay) IS NULL FROM flights_test LIMIT 1").await;
     assert!(batches[0].column(0).as_boolean().value(0));
 }
+
+/// An imported XGBoost model is an ordinary model in SQL: `predict_forest_proba`
+/// gives XGBoost's probabilities.
+#[tokio::test]
+async fn an_imported_xgboost_model_predicts_in_sql() {
+    let interop = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/arbor-ensemble/tests/interop");
+    let model = Model::from_xgboost_json(&std::fs::read(interop.join("xgb_binary.json")).unwrap()).unwrap();
+    let ctx = session(2, 100).await;
+    let models = RecordBatch::try_from_iter([(
+        "model",
+        std::sync::Arc::new(arrow::array::BinaryArray::from_vec(vec![&model.to_bytes()])) as arrow::array::ArrayRef,
+    )])
+    .unwrap();
+    ctx.register_batch("models", models).unwrap();
+    let rows = interop.join("flights_rows.parquet");
+    ctx.sql(&format!("CREATE EXTERNAL TABLE rows STORED AS PARQUET LOCATION '{}'", rows.display())).await.unwrap();
+    let sql = "SELECT predict_forest_proba(m.model, month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time, \
+               distance, hour)[2] AS p, xgb_binary FROM rows CROSS JOIN models m";
+    let batches = query(&ctx, sql).await;
+    let mut n = 0;
+    for b in &batches {
+        let (got, want) = (b.column(0).as_primitive::<Float64Type>(), b.column(1).as_primitive::<Float64Type>());
+        for (g, w) in got.values().iter().zip(want.values()) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-3), "{g} vs {w}");
+            n += 1;
+        }
+    }
+    assert_eq!(n, 300);
+}

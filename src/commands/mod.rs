@@ -11,7 +11,7 @@ mod train;
 
 pub use atomic_file::AtomicFile;
 pub use import::{import, ImportFormat};
-pub use inspect::inspect;
+pub use inspect::{inspect, InspectFormat};
 pub use predict::{predict, PredictArgs};
 pub use sql::{displayable, run_sql, OutputFormat};
 pub use train::{train, TrainArgs};

@@ -38,6 +38,14 @@ pub enum ArborError {
     /// The model bytes are not a valid arbor model.
     #[error("invalid model: {0}")]
     Model(String),
+    /// A foreign model file could not be imported.
+    #[error("{format} model: {message}")]
+    Import {
+        /// The foreign format, e.g. `xgboost-json`.
+        format: &'static str,
+        /// What is wrong or unsupported, naming the construct.
+        message: String,
+    },
     /// An Arrow compute error.
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),

@@ -25,9 +25,11 @@
 
 mod boosting;
 mod dataset;
+mod dot;
 mod error;
 mod forest;
 mod label;
+mod lightgbm_text;
 mod loss;
 mod model;
 mod model_builder;
@@ -38,6 +40,7 @@ mod predict;
 mod summary;
 mod tree;
 mod tree_builder;
+mod xgboost_json;
 
 pub use boosting::train_boosting;
 pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
@@ -53,7 +56,7 @@ pub use params::{
     TrainParams, Voting, OPTION_KEYS,
 };
 pub use predict::Predictions;
-pub use tree::{Node, SplitTest, Tree, TreeShape};
+pub use tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 
 /// How far training has come, reported after each tree (forest) or round (boosting).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -90,7 +90,7 @@ impl TreeBuilder {
         test: SplitTest,
         default_left: bool,
     ) -> Result<NodeId> {
-        if let SplitTest::LessOrEqual(t) = test {
+        if let SplitTest::LessOrEqual(t) | SplitTest::ZeroAsMissing { threshold: t, .. } = test {
             if t.is_nan() {
                 return Err(builder_error(format!("split on feature {feature} has a NaN threshold")));
             }
@@ -256,6 +256,12 @@ impl ModelBuilder {
     pub fn boosting(mut self, loss: Loss, base_score: Vec<f64>) -> ModelBuilder {
         self.model.algorithm = Algorithm::GradientBoosting;
         self.model.boosting = Some(Boosting { loss, outputs: base_score.len(), base_score, early_stopping: None });
+        self
+    }
+
+    /// Records a parameter shown by `inspect`, such as where the model came from.
+    pub fn param(mut self, key: impl Into<String>, value: impl Into<String>) -> ModelBuilder {
+        self.model.params.push((key.into(), value.into()));
         self
     }
 

@@ -121,9 +121,17 @@ impl Model {
             tree.validate(n_features, leaf_width).map_err(|e| format!("tree {t}: {e}"))?;
             for node in &tree.nodes {
                 if let Node::Split { feature, test, .. } = node {
+                    // Numeric features may hold integer category codes (imported LightGBM models).
                     let categorical = self.features[*feature as usize].kind == FeatureType::Categorical;
-                    if categorical != matches!(test, SplitTest::InCategories(_)) {
+                    if categorical && !matches!(test, SplitTest::InCategories(_)) {
                         return Err(format!("tree {t}: a split does not fit the type of its feature"));
+                    }
+                    let threshold = match test {
+                        SplitTest::LessOrEqual(t) | SplitTest::ZeroAsMissing { threshold: t, .. } => *t,
+                        SplitTest::InCategories(_) => 0.0,
+                    };
+                    if threshold.is_nan() {
+                        return Err(format!("tree {t}: a split has a NaN threshold"));
                     }
                 }
             }

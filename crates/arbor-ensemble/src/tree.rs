@@ -2,13 +2,28 @@
 
 use serde::{Deserialize, Serialize};
 
+/// LightGBM's zero: values within this distance of 0 count as zero (its `kZeroThreshold`, a 32-bit float).
+pub const ZERO_THRESHOLD: f64 = 1e-35_f32 as f64;
+
 /// The test of a split node: true sends the row left.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SplitTest {
     /// `x <= threshold`, on the raw value of a numeric feature.
     LessOrEqual(f64),
-    /// Bit `b` set: category bin `b` (1-based category index) goes left.
+    /// Bit `b` set: category `b` goes left. For a categorical feature `b` is
+    /// the category's 1-based bin; for a numeric feature holding integer
+    /// category codes (imported LightGBM models) it is the value's integer
+    /// part, and values of -1 or below go right.
     InCategories(Vec<u64>),
+    /// LightGBM's zero-as-missing test: a value within [`ZERO_THRESHOLD`] of
+    /// 0 goes left when `zero_left` (as missing values do); any other value
+    /// goes left when `x <= threshold`.
+    ZeroAsMissing {
+        /// The threshold for non-zero values.
+        threshold: f64,
+        /// Where zeros go.
+        zero_left: bool,
+    },
 }
 
 impl SplitTest {
@@ -19,7 +34,14 @@ impl SplitTest {
             SplitTest::LessOrEqual(t) => x <= *t,
             SplitTest::InCategories(words) => {
                 let b = x as usize;
-                words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+                x > -1.0 && words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+            }
+            SplitTest::ZeroAsMissing { threshold, zero_left } => {
+                if x.abs() <= ZERO_THRESHOLD {
+                    *zero_left
+                } else {
+                    x <= *threshold
+                }
             }
         }
     }

@@ -1,0 +1,377 @@
+//! Importing XGBoost's JSON model files (`Booster.save_model("model.json")`)
+//! into arbor models, through the [`ModelBuilder`].
+//!
+//! Supported: the `gbtree` booster (any `num_parallel_tree`) with objectives
+//! `reg:squarederror`, `binary:logistic`, `multi:softprob` and
+//! `multi:softmax`; numeric splits with their missing-value directions; the
+//! base score of XGBoost 1.x to 3.x. Anything else (dart, gblinear,
+//! categorical splits, multi-target trees, other objectives) is an error
+//! naming it.
+//!
+//! XGBoost reads features as 32-bit floats and sends `x < condition` left.
+//! The importer turns each condition into the arbor threshold `t` for which
+//! `x <= t` holds exactly when `(x as f32) < condition`, so an imported model
+//! routes every 64-bit input as XGBoost does.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::label::Classes;
+use crate::model::Model;
+use crate::model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
+use crate::tree::SplitTest;
+use crate::{ArborError, Loss, Result};
+
+const FORMAT: &str = "xgboost-json";
+
+fn error(message: impl Into<String>) -> ArborError {
+    ArborError::Import { format: FORMAT, message: message.into() }
+}
+
+#[derive(Deserialize)]
+struct File {
+    learner: Learner,
+    #[serde(default)]
+    version: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+struct Learner {
+    #[serde(default)]
+    feature_names: Vec<String>,
+    #[serde(default)]
+    feature_types: Vec<String>,
+    gradient_booster: Value,
+    learner_model_param: LearnerParam,
+    objective: Objective,
+}
+
+#[derive(Deserialize)]
+struct LearnerParam {
+    base_score: String,
+    num_class: String,
+    num_feature: String,
+    #[serde(default)]
+    num_target: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Objective {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct GbTree {
+    trees: Vec<XgbTree>,
+    tree_info: Vec<i64>,
+}
+
+/// A flag written as `0`/`1` (XGBoost 1.x to 3.x) or `false`/`true`.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Flag {
+    Bool(bool),
+    Int(i64),
+}
+
+impl Flag {
+    fn is_set(self) -> bool {
+        match self {
+            Flag::Bool(b) => b,
+            Flag::Int(i) => i != 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct XgbTree {
+    tree_param: TreeParam,
+    left_children: Vec<i64>,
+    right_children: Vec<i64>,
+    split_indices: Vec<i64>,
+    split_conditions: Vec<f64>,
+    default_left: Vec<Flag>,
+    #[serde(default)]
+    split_type: Vec<i64>,
+}
+
+#[derive(Deserialize)]
+struct TreeParam {
+    #[serde(default)]
+    size_leaf_vector: Option<String>,
+}
+
+fn parse_number<T: std::str::FromStr>(key: &str, value: &str) -> Result<T> {
+    value.trim().parse().map_err(|_| error(format!("learner_model_param.{key} = '{value}' is not a number")))
+}
+
+/// The base score, scalar (`"5E-1"`) or, from XGBoost 3, a list (`"[5E-1]"`).
+fn parse_base_score(value: &str) -> Result<Vec<f64>> {
+    let inner = value.trim().trim_start_matches('[').trim_end_matches(']');
+    let scores = inner.split(',').map(|v| parse_number::<f64>("base_score", v)).collect::<Result<Vec<f64>>>()?;
+    if let Some(s) = scores.iter().find(|s| !s.is_finite()) {
+        return Err(error(format!("base_score {s} is not finite")));
+    }
+    Ok(scores)
+}
+
+/// The largest `t` with `x <= t` exactly when `(x as f32) < condition`, for
+/// every `f64` value `x`: XGBoost's `<` on 32-bit floats as an arbor threshold.
+pub(crate) fn f32_less_than_threshold(condition: f32) -> f64 {
+    if condition == f32::NEG_INFINITY || condition.is_nan() {
+        return f64::NEG_INFINITY;
+    }
+    // The 32-bit float just below `condition` (its bit pattern stepped toward -inf).
+    let below = if condition == 0.0 {
+        -f32::from_bits(1)
+    } else if condition > 0.0 {
+        f32::from_bits(condition.to_bits() - 1)
+    } else {
+        f32::from_bits(condition.to_bits() + 1)
+    };
+    // Below f32::MIN, values round to -inf as if the next float were -2^128.
+    let below = if below.is_infinite() { -(2f64.powi(128)) } else { f64::from(below) };
+    // Halfway between them, exact in f64; it rounds (to even) to one of the two.
+    let mid = (below + f64::from(condition)) / 2.0;
+    if (mid as f32) < condition {
+        mid
+    } else {
+        next_down(mid)
+    }
+}
+
+/// The `f64` just below `x` (finite, non-NaN `x`).
+fn next_down(x: f64) -> f64 {
+    if x == 0.0 {
+        -f64::from_bits(1)
+    } else if x > 0.0 {
+        f64::from_bits(x.to_bits() - 1)
+    } else {
+        f64::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// The objective's task, classes, loss and base score (as raw margins).
+fn objective(name: &str, num_class: usize, base_score: Vec<f64>) -> Result<(Option<Classes>, Loss, Vec<f64>)> {
+    match name {
+        "reg:squarederror" | "reg:linear" => {
+            if base_score.len() != 1 {
+                return Err(error(format!(
+                    "{name} with {} base scores (multi-target) is not supported",
+                    base_score.len()
+                )));
+            }
+            Ok((None, Loss::Squared, base_score))
+        }
+        "binary:logistic" => {
+            let [p] = base_score[..] else {
+                return Err(error(format!("binary:logistic needs one base score, found {}", base_score.len())));
+            };
+            if p <= 0.0 || p >= 1.0 {
+                return Err(error(format!("binary:logistic base_score {p} is not a probability in (0, 1)")));
+            }
+            Ok((Some(Classes::Int(vec![0, 1])), Loss::Logistic, vec![(p / (1.0 - p)).ln()]))
+        }
+        "multi:softprob" | "multi:softmax" => {
+            if num_class < 2 {
+                return Err(error(format!("{name} with num_class {num_class}: two classes or more are needed")));
+            }
+            // Softmax's base score is a margin: XGBoost adds it to every class unchanged.
+            let base = match base_score[..] {
+                [b] => vec![b; num_class],
+                _ if base_score.len() == num_class => base_score,
+                _ => {
+                    return Err(error(format!("{} base scores for {num_class} classes", base_score.len())));
+                }
+            };
+            Ok((Some(Classes::Int((0..num_class as i64).collect())), Loss::Softmax, base))
+        }
+        other => Err(error(format!(
+            "objective '{other}' is not supported (supported: reg:squarederror, binary:logistic, \
+             multi:softprob, multi:softmax)"
+        ))),
+    }
+}
+
+impl Model {
+    /// Imports an XGBoost JSON model file's contents. The model's features are
+    /// XGBoost's feature names (`f0`, `f1`, ... when it has none) and its
+    /// label is `label`, with classes `0..num_class` for classification.
+    pub fn from_xgboost_json(json: &[u8]) -> Result<Model> {
+        let file: File = serde_json::from_slice(json).map_err(|e| error(format!("not an XGBoost JSON model: {e}")))?;
+        let learner = file.learner;
+        let booster_name = learner.gradient_booster.get("name").and_then(Value::as_str).unwrap_or("(none)");
+        if booster_name != "gbtree" {
+            return Err(error(format!(
+                "booster '{booster_name}' is not supported: only gbtree models import (dart and gblinear do not)"
+            )));
+        }
+        let model = learner.gradient_booster.get("model").ok_or_else(|| error("gradient_booster has no 'model'"))?;
+        let gbtree = GbTree::deserialize(model).map_err(|e| error(format!("gradient_booster.model: {e}")))?;
+
+        let param = &learner.learner_model_param;
+        let num_feature: usize = parse_number("num_feature", &param.num_feature)?;
+        let num_class: usize = parse_number("num_class", &param.num_class)?;
+        if let Some(targets) = &param.num_target {
+            let targets: usize = parse_number("num_target", targets)?;
+            if targets > 1 {
+                return Err(error(format!("multi-target models ({targets} targets) are not supported")));
+            }
+        }
+        if num_feature == 0 || num_feature > 1 << 20 {
+            return Err(error(format!("num_feature {num_feature} is out of range")));
+        }
+        let features = features(&learner.feature_names, &learner.feature_types, num_feature)?;
+        let base_score = parse_base_score(&param.base_score)?;
+        let (classes, loss, base_score) = objective(&learner.objective.name, num_class, base_score)?;
+        let outputs = base_score.len();
+
+        let version = file.version.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+        let builder = match classes {
+            Some(classes) => ModelBuilder::classification("label", classes, features)?,
+            None => ModelBuilder::regression("label", features)?,
+        };
+        let mut builder = builder
+            .boosting(loss, base_score)
+            .param("imported_from", format!("xgboost {version}").trim_end().to_owned())
+            .param("objective", learner.objective.name.clone());
+
+        if gbtree.trees.len() != gbtree.tree_info.len() {
+            return Err(error(format!(
+                "{} trees but {} tree_info entries",
+                gbtree.trees.len(),
+                gbtree.tree_info.len()
+            )));
+        }
+        // arbor adds tree t to output t % outputs: regroup the trees by output,
+        // keeping their order, and interleave them round by round.
+        let mut by_output: Vec<Vec<&XgbTree>> = vec![Vec::new(); outputs];
+        for (t, (tree, &group)) in gbtree.trees.iter().zip(&gbtree.tree_info).enumerate() {
+            let slot = usize::try_from(group).ok().filter(|&g| g < outputs).ok_or_else(|| {
+                error(format!("tree {t} belongs to output {group}, but the model has {outputs} outputs"))
+            })?;
+            by_output[slot].push(tree);
+        }
+        let rounds = by_output[0].len();
+        if by_output.iter().any(|trees| trees.len() != rounds) || rounds == 0 {
+            return Err(error("every class needs the same number of trees, and at least one"));
+        }
+        for round in 0..rounds {
+            for (output, trees) in by_output.iter().enumerate() {
+                let index = round * outputs + output;
+                builder.add_tree(tree(trees[round], num_feature).map_err(|e| match e {
+                    ArborError::Import { message, .. } => error(format!("tree {index}: {message}")),
+                    other => other,
+                })?)?;
+            }
+        }
+        builder.build()
+    }
+}
+
+/// The model's features: XGBoost's names, or `f0`, `f1`, ... without them.
+fn features(names: &[String], types: &[String], num_feature: usize) -> Result<Vec<BuilderFeature>> {
+    if !names.is_empty() && names.len() != num_feature {
+        return Err(error(format!("{} feature names for num_feature {num_feature}", names.len())));
+    }
+    if let Some((i, t)) = types.iter().enumerate().find(|(_, t)| !matches!(t.as_str(), "float" | "int" | "i" | "q")) {
+        let name = names.get(i).cloned().unwrap_or_else(|| format!("f{i}"));
+        return Err(error(format!(
+            "feature '{name}' has type '{t}': categorical features are not supported (only float, int, i, q)"
+        )));
+    }
+    Ok((0..num_feature)
+        .map(|i| BuilderFeature::numeric(names.get(i).cloned().unwrap_or_else(|| format!("f{i}"))))
+        .collect())
+}
+
+/// One XGBoost tree, walked from its root (node 0).
+fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
+    let n = t.left_children.len();
+    if let Some(size) = &t.tree_param.size_leaf_vector {
+        if !matches!(size.trim(), "0" | "1") {
+            return Err(error(format!("size_leaf_vector {size}: multi-target trees are not supported")));
+        }
+    }
+    let lengths = [t.right_children.len(), t.split_indices.len(), t.split_conditions.len(), t.default_left.len()];
+    if n == 0 || lengths.iter().any(|&l| l != n) || (!t.split_type.is_empty() && t.split_type.len() != n) {
+        return Err(error(format!("node arrays of different lengths ({n}, {lengths:?}) or no nodes")));
+    }
+    let mut builder = TreeBuilder::new();
+    let mut seen = vec![false; n];
+    let mut stack: Vec<(usize, Option<(NodeId, Side)>)> = vec![(0, None)];
+    while let Some((node, parent)) = stack.pop() {
+        if std::mem::replace(&mut seen[node], true) {
+            return Err(error(format!("node {node} is reached twice")));
+        }
+        let value = t.split_conditions[node];
+        let (left, right) = (t.left_children[node], t.right_children[node]);
+        if left == -1 {
+            builder
+                .add_leaf(parent, &[f64::from(value as f32)])
+                .map_err(|_| error(format!("leaf {node} is {value}")))?;
+            continue;
+        }
+        if t.split_type.get(node).is_some_and(|&s| s != 0) {
+            return Err(error(format!("node {node} is a categorical split: categorical features are not supported")));
+        }
+        let child = |c: i64| usize::try_from(c).ok().filter(|&c| c < n && c != node);
+        let (Some(l), Some(r)) = (child(left), child(right)) else {
+            return Err(error(format!("node {node} has children {left} and {right}, not nodes of the tree")));
+        };
+        let feature = usize::try_from(t.split_indices[node])
+            .ok()
+            .filter(|&f| f < num_feature)
+            .ok_or_else(|| error(format!("node {node} splits on feature {}", t.split_indices[node])))?;
+        let condition = value as f32;
+        if !condition.is_finite() {
+            return Err(error(format!("node {node} has split condition {value}")));
+        }
+        let test = SplitTest::LessOrEqual(f32_less_than_threshold(condition));
+        let id = builder.add_split(parent, feature, test, t.default_left[node].is_set())?;
+        stack.push((r, Some((id, Side::Right))));
+        stack.push((l, Some((id, Side::Left))));
+    }
+    Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_route_like_32_bit_less_than() {
+        let conditions = [5.55f32, 1.0, 0.0, -0.0, -3.25, 1e-40, -1e-40, f32::MAX, f32::MIN, 0.1, 2412.5];
+        for &c in &conditions {
+            let t = f32_less_than_threshold(c);
+            assert!((t as f32) < c, "{c}: the threshold itself goes left");
+            assert!((next_up(t) as f32) >= c, "{c}: the next value goes right");
+            for x in [t, next_up(t), f64::from(c), next_down(f64::from(c)), f64::from(c) * 0.999_999_9] {
+                assert_eq!(x <= t, (x as f32) < c, "condition {c}, x {x}");
+            }
+        }
+    }
+
+    fn next_up(x: f64) -> f64 {
+        -next_down(-x)
+    }
+
+    #[test]
+    fn unsupported_constructs_are_named() {
+        let e = |json: &str| Model::from_xgboost_json(json.as_bytes()).unwrap_err().to_string();
+        let learner = |booster: &str, objective: &str| {
+            format!(
+                r#"{{"learner": {{"gradient_booster": {booster}, "objective": {{"name": "{objective}"}},
+                "learner_model_param": {{"base_score": "5E-1", "num_class": "0", "num_feature": "1"}}}}}}"#
+            )
+        };
+        assert!(e("{").contains("not an XGBoost JSON model"));
+        let gblinear = e(&learner(r#"{"name": "gblinear", "model": {}}"#, "reg:squarederror"));
+        assert!(gblinear.contains("booster 'gblinear' is not supported"), "{gblinear}");
+        let empty = r#"{"name": "gbtree", "model": {"trees": [], "tree_info": []}}"#;
+        let poisson = e(&learner(empty, "count:poisson"));
+        assert!(poisson.contains("objective 'count:poisson' is not supported"), "{poisson}");
+        let no_trees = e(&learner(empty, "reg:squarederror"));
+        assert!(no_trees.contains("at least one"), "{no_trees}");
+    }
+}
