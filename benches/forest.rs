@@ -94,6 +94,11 @@ fn prediction(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(test.num_rows() as u64));
     group.bench_function("flights_20_trees", |b| b.iter(|| black_box(model.predict_batch(&test).unwrap())));
+    // shallow boosted trees: the level-by-level batched walk
+    let options = "algorithm=gradient-boosting, n_rounds=50, max_depth=6";
+    let boosted: Model =
+        train(&training_data(&train_batch), &TrainParams::parse_options(options).unwrap(), &|_| {}).unwrap();
+    group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.predict_batch(&test).unwrap())));
     group.finish();
 }
 

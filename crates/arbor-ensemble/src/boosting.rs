@@ -144,6 +144,7 @@ pub fn train_boosting(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
+        flat: Default::default(),
     })
 }
 

@@ -155,6 +155,7 @@ pub fn train_forest_with_oob(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
+        flat: Default::default(),
     };
     Ok((model, oob))
 }

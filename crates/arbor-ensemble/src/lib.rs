@@ -27,6 +27,7 @@ mod boosting;
 mod dataset;
 mod dot;
 mod error;
+mod flat_tree;
 mod forest;
 mod label;
 mod lightgbm_text;

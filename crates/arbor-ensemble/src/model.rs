@@ -3,6 +3,7 @@
 use arbor_quantize::{BinMapper, FeatureType};
 use serde::{Deserialize, Serialize};
 
+use crate::flat_tree::FlatCache;
 use crate::label::LabelInfo;
 use crate::tree::Tree;
 use crate::{Algorithm, Loss, Task, Voting};
@@ -77,6 +78,9 @@ pub struct Model {
     pub skipped_null_labels: u64,
     /// Gradient boosting's base score and output layout (`None` for forests).
     pub boosting: Option<Boosting>,
+    /// The trees flattened for prediction, built on first use.
+    #[serde(skip)]
+    pub(crate) flat: FlatCache,
 }
 
 impl Model {

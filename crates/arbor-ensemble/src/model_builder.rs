@@ -240,6 +240,7 @@ impl ModelBuilder {
             training_rows: 0,
             skipped_null_labels: 0,
             boosting: None,
+            flat: Default::default(),
         };
         Ok(ModelBuilder { model })
     }

@@ -8,11 +8,17 @@ use arrow::array::{Array, ArrayRef, Float64Array, RecordBatch};
 use arrow::datatypes::DataType;
 use rayon::prelude::*;
 
+use arbor_kernels::{leaves_block, TRAVERSAL_BLOCK};
+
+use crate::flat_tree::FlatTree;
 use crate::model::{Boosting, Model};
 use crate::{ArborError, Result, Task, Voting};
 
-/// Rows per parallel work unit.
+/// Rows per parallel work unit, at most: a block's row-major copy of its
+/// features stays near [`BLOCK_BYTES`].
 const BLOCK: usize = 2048;
+/// Target size of a block's row-major feature copy.
+const BLOCK_BYTES: usize = 1 << 20;
 
 /// The model's answer for a set of rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +46,31 @@ impl Predictions {
 #[inline]
 pub(crate) fn arg_max(values: &[f64]) -> usize {
     values.iter().enumerate().fold(0, |best, (i, v)| if *v > values[best] { i } else { best })
+}
+
+/// A block of rows to predict, row-major.
+struct Block<'a> {
+    rows: &'a [f64],
+    n_features: usize,
+    /// Some value is NaN (missing).
+    missing: bool,
+}
+
+impl Block<'_> {
+    /// Calls `visit(row, leaf value offset)` for every row of the block,
+    /// sending the rows through `tree` in batches.
+    fn for_each_leaf(&self, tree: &FlatTree, mut visit: impl FnMut(usize, usize)) {
+        let special = |test: u32, x: f64| tree.special(test, x);
+        let special = (!tree.tests.is_empty()).then_some(&special);
+        let mut leaves = [0u32; TRAVERSAL_BLOCK];
+        for (c, chunk) in self.rows.chunks(TRAVERSAL_BLOCK * self.n_features).enumerate() {
+            let leaves = &mut leaves[..chunk.len() / self.n_features];
+            leaves_block(&tree.nodes, tree.depth, chunk, self.n_features, self.missing, special, leaves);
+            for (i, &leaf) in leaves.iter().enumerate() {
+                visit(c * TRAVERSAL_BLOCK + i, tree.value_at[leaf as usize] as usize);
+            }
+        }
+    }
 }
 
 impl Model {
@@ -114,26 +145,37 @@ impl Model {
     /// categories as their 1-based bin).
     pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
         let width = self.value_len();
+        let n_features = columns.len().max(1);
+        let block = (BLOCK_BYTES / (8 * n_features)).clamp(TRAVERSAL_BLOCK, BLOCK) / TRAVERSAL_BLOCK * TRAVERSAL_BLOCK;
+        let flat = self.flat.get(&self.trees);
         let mut values = vec![0.0; n_rows * width];
-        values.par_chunks_mut(BLOCK * width).enumerate().for_each(|(block, out)| {
-            let start = block * BLOCK;
+        values.par_chunks_mut(block * width).enumerate().for_each(|(b, out)| {
+            let start = b * block;
+            let n = out.len() / width;
+            // The block's rows, row-major: each row's features sit together.
+            let mut rows = vec![0.0; n * n_features];
+            for (f, column) in columns.iter().enumerate() {
+                for (i, &x) in column[start..start + n].iter().enumerate() {
+                    rows[i * n_features + f] = x;
+                }
+            }
+            let block = Block { rows: &rows, n_features, missing: rows.iter().any(|x| x.is_nan()) };
             match &self.boosting {
-                Some(boosting) => self.boosted_block(boosting, columns, start, out),
-                None => self.forest_block(columns, start, out),
+                Some(boosting) => self.boosted_block(boosting, flat, &block, out),
+                None => self.forest_block(flat, &block, out),
             }
         });
         Predictions { width, values }
     }
 
-    /// A forest's votes for a block of rows starting at `start` (seed 000 "Inference").
-    fn forest_block(&self, columns: &[Vec<f64>], start: usize, out: &mut [f64]) {
+    /// A forest's votes for a block of rows (seed 000 "Inference").
+    fn forest_block(&self, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;
-        for tree in &self.trees {
-            for (i, row_out) in out.chunks_exact_mut(width).enumerate() {
-                let row = start + i;
-                let leaf = tree.leaf(|f| columns[f][row]);
+        for (t, tree) in self.trees.iter().enumerate() {
+            block.for_each_leaf(&flat[t], |i, leaf| {
                 let leaf_values = &tree.values[leaf..leaf + width];
+                let row_out = &mut out[i * width..(i + 1) * width];
                 if unweighted {
                     row_out[arg_max(leaf_values)] += 1.0;
                 } else {
@@ -141,7 +183,7 @@ impl Model {
                         *o += v;
                     }
                 }
-            }
+            });
         }
         let n_trees = self.trees.len() as f64;
         out.iter_mut().for_each(|v| *v /= n_trees);
@@ -149,7 +191,7 @@ impl Model {
 
     /// A boosted model's outputs for a block of rows: raw scores summed over
     /// the trees, then the loss's link (identity, sigmoid or softmax).
-    fn boosted_block(&self, boosting: &Boosting, columns: &[Vec<f64>], start: usize, out: &mut [f64]) {
+    fn boosted_block(&self, boosting: &Boosting, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let k = boosting.outputs;
         let n = out.len() / width;
@@ -159,10 +201,7 @@ impl Model {
         }
         for (t, tree) in self.trees.iter().enumerate() {
             let output = t % k;
-            for i in 0..n {
-                let row = start + i;
-                raw[i * k + output] += tree.values[tree.leaf(|f| columns[f][row])];
-            }
+            block.for_each_leaf(&flat[t], |i, leaf| raw[i * k + output] += tree.values[leaf]);
         }
         for (row_out, row_raw) in out.chunks_exact_mut(width).zip(raw.chunks_exact(k)) {
             boosting.loss.link(row_raw, row_out);

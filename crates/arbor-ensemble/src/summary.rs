@@ -75,11 +75,19 @@ impl Model {
         if let Some(c) = &self.label.classes {
             let _ = writeln!(s, "classes      {}", c.names().join(", "));
         }
-        let _ = writeln!(
-            s,
-            "training     {} rows ({} skipped for a null label)",
-            self.training_rows, self.skipped_null_labels
-        );
+        let param = |key: &str| self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        match param("imported_from").map(|v| format!("imported from {v}")).or(param("built_by").map(str::to_owned)) {
+            Some(source) if self.training_rows == 0 => {
+                let _ = writeln!(s, "training     not recorded ({source})");
+            }
+            _ => {
+                let _ = writeln!(
+                    s,
+                    "training     {} rows ({} skipped for a null label)",
+                    self.training_rows, self.skipped_null_labels
+                );
+            }
+        }
         let nodes: usize = shapes.iter().map(|t| t.nodes).sum();
         let leaves: usize = shapes.iter().map(|t| t.leaves).sum();
         let depth = shapes.iter().map(|t| t.depth).max().unwrap_or(0);

@@ -1,4 +1,5 @@
-//! Histogram, split-scan and partition kernels for arbor's tree training.
+//! Histogram, split-scan and partition kernels for arbor's tree training, and
+//! the batched tree traversal of prediction.
 //!
 //! Every hot loop of training lives here, behind one runtime-dispatch seam
 //! ([`dispatch`]): kernels are [`pulp::WithSimd`] values, so `pulp::Arch`
@@ -25,6 +26,7 @@ mod histogram;
 mod partition;
 mod random_split;
 mod split;
+mod traversal;
 
 pub use histogram::{build_histogram, CompactHistogram, Target};
 pub use partition::partition_rows;
@@ -33,3 +35,4 @@ pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
     SplitRule,
 };
+pub use traversal::{leaves_block, FlatNode, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
