@@ -356,6 +356,29 @@ mod tests {
         -next_down(-x)
     }
 
+    /// The layout of XGBoost 1.x and 2.x: a scalar base score in probability
+    /// space, boolean default directions, no feature names, no split types.
+    #[test]
+    fn older_files_with_a_scalar_base_score_import() {
+        let json = r#"{"version": [1, 7, 6], "learner": {
+            "feature_names": [], "feature_types": [],
+            "objective": {"name": "binary:logistic"},
+            "learner_model_param": {"base_score": "2E-1", "num_class": "0", "num_feature": "2"},
+            "gradient_booster": {"name": "gbtree", "model": {"tree_info": [0], "trees": [{
+                "tree_param": {"num_nodes": "3", "size_leaf_vector": "0"},
+                "left_children": [1, -1, -1], "right_children": [2, -1, -1],
+                "split_indices": [1, 0, 0], "split_conditions": [0.5, -1.5, 2.0],
+                "default_left": [true, false, false]}]}}}}"#;
+        let model = Model::from_xgboost_json(json.as_bytes()).unwrap();
+        assert_eq!(model.features[1].name, "f1");
+        let p = model.predict_columns(&[vec![0.0; 3], vec![0.25, 0.5, f64::NAN]], 3);
+        let margin = |leaf: f64| (0.2f64 / 0.8).ln() + leaf;
+        let expected = [margin(-1.5), margin(2.0), margin(-1.5)].map(|m| 1.0 / (1.0 + (-m).exp()));
+        for (row, e) in expected.iter().enumerate() {
+            assert!((p.values[row * 2 + 1] - e).abs() < 1e-12, "row {row}: {:?}", p.values);
+        }
+    }
+
     #[test]
     fn unsupported_constructs_are_named() {
         let e = |json: &str| Model::from_xgboost_json(json.as_bytes()).unwrap_err().to_string();
