@@ -381,35 +381,14 @@ fn import_predict_and_draw_foreign_models() {
     assert_eq!(json["params"]["objective"], "binary:logistic");
 
     let unwritten = dir.path().join("never.arbor");
-    let err = fails(&[
-        "import",
-        "--format",
-        "xgboost-json",
-        "--input",
-        s(&interop("xgb_dart.json")),
-        "--output",
-        s(&unwritten),
-    ]);
-    assert!(err.contains("xgb_dart.json: xgboost-json model: booster 'dart' is not supported"), "{err}");
-    let err = fails(&[
-        "import",
-        "--format",
-        "xgboost-json",
-        "--input",
-        s(&interop("lgb_reg.txt")),
-        "--output",
-        s(&unwritten),
-    ]);
-    assert!(err.contains("not an XGBoost JSON model"), "{err}");
-    let err = fails(&[
-        "import",
-        "--format",
-        "lightgbm-text",
-        "--input",
-        s(&interop("lgb_linear.txt")),
-        "--output",
-        s(&unwritten),
-    ]);
-    assert!(err.contains("linear trees (linear_tree=true) are not supported"), "{err}");
+    let refused = [
+        ("xgboost-json", "xgb_dart.json", "xgb_dart.json: xgboost-json model: booster 'dart' is not supported"),
+        ("xgboost-json", "lgb_reg.txt", "not an XGBoost JSON model"),
+        ("lightgbm-text", "lgb_linear.txt", "linear trees (linear_tree=true) are not supported"),
+    ];
+    for (format, file, message) in refused {
+        let err = fails(&["import", "--format", format, "--input", s(&interop(file)), "--output", s(&unwritten)]);
+        assert!(err.contains(message), "{err}");
+    }
     assert!(!unwritten.exists(), "nothing is written on failure");
 }

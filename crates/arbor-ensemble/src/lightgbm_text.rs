@@ -293,8 +293,8 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
             return Err(named(format!("num_cat {num_cat} exceeds the {n} splits")));
         }
         let boundaries: Vec<usize> = section.list("cat_boundaries", num_cat + 1)?;
-        let words = section.get("cat_threshold")?.split_whitespace().count();
-        let threshold = section.list("cat_threshold", words)?;
+        // the category sets end where the last boundary says
+        let threshold = section.list("cat_threshold", boundaries[num_cat])?;
         (boundaries, threshold)
     } else {
         (Vec::new(), Vec::new())

@@ -101,6 +101,11 @@ impl Model {
         }
     }
 
+    /// The recorded value of parameter `key`, if any.
+    pub fn param(&self, key: &str) -> Option<&str> {
+        self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
     /// The class names, for classification.
     pub fn class_names(&self) -> Vec<String> {
         self.label.classes.as_ref().map(|c| c.names()).unwrap_or_default()

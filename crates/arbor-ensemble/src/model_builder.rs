@@ -90,10 +90,8 @@ impl TreeBuilder {
         test: SplitTest,
         default_left: bool,
     ) -> Result<NodeId> {
-        if let SplitTest::LessOrEqual(t) | SplitTest::ZeroAsMissing { threshold: t, .. } = test {
-            if t.is_nan() {
-                return Err(builder_error(format!("split on feature {feature} has a NaN threshold")));
-            }
+        if test.threshold().is_some_and(f64::is_nan) {
+            return Err(builder_error(format!("split on feature {feature} has a NaN threshold")));
         }
         self.add(parent, Draft::Split { feature, test, default_left, children: [None, None] })
     }

@@ -126,11 +126,7 @@ impl Model {
                     if categorical && !matches!(test, SplitTest::InCategories(_)) {
                         return Err(format!("tree {t}: a split does not fit the type of its feature"));
                     }
-                    let threshold = match test {
-                        SplitTest::LessOrEqual(t) | SplitTest::ZeroAsMissing { threshold: t, .. } => *t,
-                        SplitTest::InCategories(_) => 0.0,
-                    };
-                    if threshold.is_nan() {
+                    if test.threshold().is_some_and(f64::is_nan) {
                         return Err(format!("tree {t}: a split has a NaN threshold"));
                     }
                 }

@@ -75,8 +75,8 @@ impl Model {
         if let Some(c) = &self.label.classes {
             let _ = writeln!(s, "classes      {}", c.names().join(", "));
         }
-        let param = |key: &str| self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
-        match param("imported_from").map(|v| format!("imported from {v}")).or(param("built_by").map(str::to_owned)) {
+        let source = self.param("imported_from").map(|v| format!("imported from {v}"));
+        match source.or(self.param("built_by").map(str::to_owned)) {
             Some(source) if self.training_rows == 0 => {
                 let _ = writeln!(s, "training     not recorded ({source})");
             }
@@ -120,7 +120,7 @@ impl Model {
         }
         let _ =
             writeln!(s, "oob_error    {}", self.oob_error.map_or("not computed".to_string(), |e| format!("{e:.6}")));
-        let kind = self.params.iter().find(|(k, _)| k == "importance").map_or("mdi", |(_, v)| v.as_str());
+        let kind = self.param("importance").unwrap_or("mdi");
         let measure = match kind {
             "mda_raw" => "mean decrease of accuracy, raw",
             "mda_scaled" => "mean decrease of accuracy, scaled",

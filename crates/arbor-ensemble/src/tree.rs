@@ -27,6 +27,14 @@ pub enum SplitTest {
 }
 
 impl SplitTest {
+    /// The numeric threshold, for the tests that have one.
+    pub fn threshold(&self) -> Option<f64> {
+        match self {
+            SplitTest::LessOrEqual(t) | SplitTest::ZeroAsMissing { threshold: t, .. } => Some(*t),
+            SplitTest::InCategories(_) => None,
+        }
+    }
+
     /// Does a non-missing value `x` go left?
     #[inline]
     pub fn goes_left(&self, x: f64) -> bool {

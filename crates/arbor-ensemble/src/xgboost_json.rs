@@ -117,10 +117,9 @@ fn parse_base_score(value: &str) -> Result<Vec<f64>> {
 
 /// The largest `t` with `x <= t` exactly when `(x as f32) < condition`, for
 /// every `f64` value `x`: XGBoost's `<` on 32-bit floats as an arbor threshold.
+/// `condition` is finite (the importer rejects other conditions).
 pub(crate) fn f32_less_than_threshold(condition: f32) -> f64 {
-    if condition == f32::NEG_INFINITY || condition.is_nan() {
-        return f64::NEG_INFINITY;
-    }
+    debug_assert!(condition.is_finite());
     // The 32-bit float just below `condition` (its bit pattern stepped toward -inf).
     let below = if condition == 0.0 {
         -f32::from_bits(1)

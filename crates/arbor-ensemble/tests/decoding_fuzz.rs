@@ -5,6 +5,8 @@
 //! Each property runs `ARBOR_FUZZ_CASES` cases (default 2000); the counts of
 //! accepted and rejected inputs are printed with `--nocapture`.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -20,7 +22,7 @@ fn cases() -> u32 {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop").join(name)).unwrap()
+    std::fs::read(common::interop_path(name)).unwrap()
 }
 
 /// Runs `property` over `strategy`, counting models accepted and inputs rejected.
@@ -113,10 +115,7 @@ fn arbor_model(boosted: bool) -> Model {
     .unwrap();
     let options =
         if boosted { "algorithm=gradient-boosting, n_rounds=3, max_depth=3" } else { "n_trees=3, max_depth=4" };
-    let params = arbor_ensemble::TrainParams::parse_options(options).unwrap();
-    let data = arbor_ensemble::TrainingData::from_batches(&batch.schema(), &[batch], "label", None, None, params.task)
-        .unwrap();
-    arbor_ensemble::train(&data, &params, &|_| {}).unwrap()
+    common::fit(&batch, options)
 }
 
 /// Rewrites the header's length and checksum, so mutations reach the payload decoder.

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test file uses its own share of the helpers
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use arbor_ensemble::{train, Model, TrainParams, TrainingData};
 use arrow::array::{AsArray, RecordBatch};
@@ -16,14 +16,24 @@ pub fn data_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
 }
 
+/// A file of the import fixtures (`tests/interop/`, written by its `make_fixtures.py`).
+pub fn interop_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop").join(name)
+}
+
 /// The first `rows` rows of a bundled Parquet file, as one batch.
 pub fn read(name: &str, rows: usize) -> RecordBatch {
-    let file = File::open(data_path(name)).unwrap();
+    let all = read_file(&data_path(name));
+    all.slice(0, rows.min(all.num_rows()))
+}
+
+/// A whole Parquet file as one batch.
+pub fn read_file(path: &Path) -> RecordBatch {
+    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
     let schema = builder.schema().clone();
     let batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
-    let all = concat_batches(&schema, &batches).unwrap();
-    all.slice(0, rows.min(all.num_rows()))
+    concat_batches(&schema, &batches).unwrap()
 }
 
 /// Training data from a batch whose label column is `label`.
