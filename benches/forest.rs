@@ -1,14 +1,16 @@
-//! Criterion benches: the histogram kernel, training a forest, boosting
-//! rounds, and prediction, on the bundled NYC flights data.
+//! Criterion benches: the histogram kernels at every SIMD level, one
+//! thread's memory bandwidth, training a forest, boosting rounds, and
+//! prediction, on the bundled NYC flights data.
 //!
-//! `cargo bench --bench forest`
+//! `cargo bench --bench forest` (or `-- histogram` for one group)
 
 use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
 use arbor::ensemble::{train, Model, TrainParams, TrainingData};
-use arbor::kernels::{build_histogram, Target};
+use arbor::kernels::dispatch::{with_level, Level};
+use arbor::kernels::{build_histogram, build_row_histograms, RowBins, Target};
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -27,6 +29,12 @@ fn training_data(batch: &RecordBatch) -> TrainingData {
     TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, None).unwrap()
 }
 
+/// The histogram kernels at every SIMD level this CPU runs, on the root node
+/// of flights (all 261,876 rows, 12 features). Throughput is in row ×
+/// feature cells, so criterion's "elem/s" inverts to ns per cell:
+/// - `classes/<level>`, `gradients/<level>`: column-wise, one feature
+///   (`dep_delay`) at a time, as random forests build them;
+/// - `rows/<level>`: row-wise, every feature at once, as boosting builds them.
 fn histogram(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
@@ -36,23 +44,68 @@ fn histogram(c: &mut Criterion) {
         arbor::ensemble::Target::Values(_) => unreachable!("flights is classification"),
     };
     let n = matrix.n_rows();
+    let n_features = matrix.n_features();
     let rows: Vec<u32> = (0..n as u32).collect();
     let ones = vec![1.0; n];
-    let target = Target::Classes { labels: &labels, n_classes: 2 };
+    let grad: Vec<f64> = labels.iter().map(|&l| 0.3 - f64::from(l)).collect();
+    let hess = vec![0.21; n];
+    let classes = Target::Classes { labels: &labels, n_classes: 2 };
+    let gradients = Target::Gradients { grad: &grad, hess: &hess };
+    let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
+    let stats: Vec<[f64; 3]> = (0..n).map(|r| [1.0, grad[r], hess[r]]).collect();
+    let f = data.features.iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
+
     let mut group = c.benchmark_group("histogram");
-    group.throughput(Throughput::Elements(n as u64));
-    for f in [4usize, 6] {
-        let name = &data.features[f].name;
-        let bins = matrix.mapper(f).n_bins();
-        let mut hist = vec![0.0; bins * target.stride()];
-        group.bench_with_input(BenchmarkId::new("classes", name), &f, |b, &f| {
+    for level in Level::available() {
+        group.throughput(Throughput::Elements(n as u64));
+        for (name, target) in [("classes", &classes), ("gradients", &gradients)] {
+            let mut hist = vec![0.0; matrix.mapper(f).n_bins() * target.stride()];
+            group.bench_function(BenchmarkId::new(name, level), |b| {
+                b.iter(|| {
+                    with_level(level, || {
+                        hist.fill(0.0);
+                        build_histogram(matrix.column(f), &rows, &ones, &ones, target, &mut hist);
+                    })
+                    .unwrap();
+                    black_box(&hist);
+                })
+            });
+        }
+        group.throughput(Throughput::Elements((n * n_features) as u64));
+        let mut hist = vec![0.0; row_bins.offsets()[n_features] as usize * 3];
+        group.bench_function(BenchmarkId::new("rows", level), |b| {
             b.iter(|| {
-                hist.fill(0.0);
-                build_histogram(matrix.column(f), &rows, &ones, &ones, &target, &mut hist);
+                with_level(level, || {
+                    hist.fill(0.0);
+                    build_row_histograms(&row_bins, &rows, &stats, 0..n_features, &mut hist);
+                })
+                .unwrap();
                 black_box(&hist);
             })
         });
     }
+    group.finish();
+}
+
+/// One thread's memory read bandwidth: summing 256 MiB, eight times the L3,
+/// in eight independent lanes so the adds keep up with the loads. The
+/// histogram kernels' bytes per cell divided by this is their floor.
+fn memory_bandwidth(c: &mut Criterion) {
+    let words = vec![1u64; 32 << 20];
+    let mut group = c.benchmark_group("memory");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes((words.len() * 8) as u64));
+    group.bench_function("read_256MiB", |b| {
+        b.iter(|| {
+            let mut lanes = [0u64; 8];
+            for chunk in black_box(&words).chunks_exact(8) {
+                for (l, w) in lanes.iter_mut().zip(chunk) {
+                    *l = l.wrapping_add(*w);
+                }
+            }
+            black_box(lanes)
+        })
+    });
     group.finish();
 }
 
@@ -102,5 +155,5 @@ fn prediction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, histogram, training, boosting, prediction);
+criterion_group!(benches, histogram, memory_bandwidth, training, boosting, prediction);
 criterion_main!(benches);

@@ -127,6 +127,8 @@ enum Command {
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
+    // A mistyped or unsupported ARBOR_SIMD is an error, not a silent fallback.
+    arbor_kernels::dispatch::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
     let mut stdout = std::io::stdout().lock();
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match cli.command {

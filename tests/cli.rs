@@ -392,3 +392,68 @@ fn import_predict_and_draw_foreign_models() {
     }
     assert!(!unwritten.exists(), "nothing is written on failure");
 }
+
+/// `arbor` with extra environment variables.
+fn arbor_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));
+    cmd.args(args).current_dir(root());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("arbor runs")
+}
+
+#[test]
+fn models_are_byte_identical_at_every_simd_level_and_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("flights.parquet");
+    write(&input, &read(&data("flights_cls_train.parquet")).slice(0, 20_000));
+    let levels: Vec<&str> = arbor_kernels::dispatch::Level::available().iter().map(|l| l.name()).collect();
+    for (algorithm, extra) in [
+        ("random-forest", vec!["--set", "n_trees=8"]),
+        ("gradient-boosting", vec!["--set", "n_rounds=8", "--set", "max_depth=5"]),
+        ("random-forest", vec!["--set", "n_trees=4", "--set", "max_features=all", "--task", "regression"]),
+    ] {
+        let mut reference: Option<(Vec<u8>, Vec<u8>)> = None;
+        for level in &levels {
+            for threads in ["1", "2"] {
+                let model = dir.path().join(format!("{algorithm}-{level}-{threads}.arbor"));
+                let scored = dir.path().join(format!("{algorithm}-{level}-{threads}.parquet"));
+                let env = [("ARBOR_SIMD", *level), ("RAYON_NUM_THREADS", threads)];
+                let mut args = vec![
+                    "train",
+                    "--input",
+                    s(&input),
+                    "--label",
+                    "label",
+                    "--output",
+                    s(&model),
+                    "--algorithm",
+                    algorithm,
+                ];
+                args.extend_from_slice(&extra);
+                let out = arbor_env(&args, &env);
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let mut predict = vec!["predict", "--model", s(&model), "--input", s(&input), "--output", s(&scored)];
+                if !extra.contains(&"regression") {
+                    predict.push("--proba");
+                }
+                let out = arbor_env(&predict, &env);
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                let got = (std::fs::read(&model).unwrap(), std::fs::read(&scored).unwrap());
+                match &reference {
+                    None => reference = Some(got),
+                    Some(first) => assert!(
+                        *first == got,
+                        "{algorithm}: ARBOR_SIMD={level} with {threads} threads changed the model or its predictions"
+                    ),
+                }
+            }
+        }
+    }
+    println!("compared levels {levels:?}");
+
+    let out = arbor_env(&["inspect", "--model", "nothing.arbor"], &[("ARBOR_SIMD", "sse9")]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success() && err.contains("ARBOR_SIMD=\"sse9\"") && err.contains("scalar"), "{err}");
+}

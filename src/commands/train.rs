@@ -80,6 +80,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         match (p.train_loss, p.valid_loss) {
             (Some(train), Some(valid)) => bar.set_message(format!("loss {train:.5} (validation {valid:.5})")),
             (Some(train), None) => bar.set_message(format!("loss {train:.5}")),
+            (None, Some(valid)) => bar.set_message(format!("validation loss {valid:.5}")),
             _ => {}
         }
     };

@@ -2,7 +2,7 @@
 //! matrix, with shrinkage, `gamma` and `lambda` regularization, row and
 //! feature subsampling, and early stopping on a held-out share of the rows.
 
-use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
+use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::{BinnedMatrix, FeatureColumn};
 use rand::Rng;
 use rayon::prelude::*;
@@ -14,7 +14,7 @@ use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::tree::Tree;
 use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings};
-use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting};
+use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
 const VALIDATION_STREAM: usize = usize::MAX;
@@ -35,6 +35,8 @@ pub fn train_boosting(
     let features_per_node = bp.features_per_node(n_features)?;
     let matrix = BinnedMatrix::fit(&data.columns, &bp.quantize_params());
     let ranges = bp.exact.then(|| bin_ranges(&data.columns, &matrix));
+    // Every node scans every feature unless features are subsampled: rows are then read once per node.
+    let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
     let n = data.n_rows();
     let weight: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
     let target = match &data.target {
@@ -81,6 +83,7 @@ pub fn train_boosting(
             let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
             let grown = grow_tree(
                 &matrix,
+                row_bins.as_ref(),
                 &kernel_target,
                 rows.clone(),
                 &counts,
@@ -111,18 +114,21 @@ pub fn train_boosting(
         }
         rounds_run = round + 1;
 
-        let train_loss = loss.value(&target, &train_rows, &weight, &raw, outputs);
         let valid_loss = (!valid_rows.is_empty()).then(|| loss.value(&target, &valid_rows, &weight, &raw, outputs));
-        on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss: Some(train_loss), valid_loss });
+        let mut stop = false;
         if let Some(v) = valid_loss {
             match best {
                 Some((_, b)) if v >= b => {}
                 _ => best = Some((round, v)),
             }
             let (best_round, _) = best.expect("set above");
-            if round - best_round >= bp.early_stopping_rounds {
-                break;
-            }
+            stop = round - best_round >= bp.early_stopping_rounds;
+        }
+        let report_train = stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
+        let train_loss = report_train.then(|| loss.value(&target, &train_rows, &weight, &raw, outputs));
+        on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss, valid_loss });
+        if stop {
+            break;
         }
     }
 

@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use arbor_kernels::FlatNode;
+use rayon::prelude::*;
 
 use crate::tree::{Node, SplitTest, Tree};
 
@@ -14,8 +15,6 @@ pub(crate) struct FlatTree {
     pub nodes: Vec<FlatNode>,
     /// Longest root-to-leaf path.
     pub depth: usize,
-    /// Per node: the leaf's offset in [`Tree::values`] (0 for splits).
-    pub value_at: Vec<u32>,
     /// The tests of [`FlatNode::SPECIAL`] splits (categories, zero as missing).
     pub tests: Vec<SplitTest>,
 }
@@ -24,12 +23,7 @@ impl FlatTree {
     /// Flattens `tree`.
     pub fn new(tree: &Tree) -> FlatTree {
         let n = tree.nodes.len();
-        let mut flat = FlatTree {
-            nodes: vec![FlatNode::leaf(0); n],
-            depth: tree.shape().depth,
-            value_at: vec![0; n],
-            tests: Vec::new(),
-        };
+        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth: tree.shape().depth, tests: Vec::new() };
         // Depth first, left subtree first, each pair of children placed
         // together when their parent is: a path that keeps going left reads
         // consecutive memory, which deep trees that miss the cache need.
@@ -37,10 +31,7 @@ impl FlatTree {
         let mut next_free = 1u32;
         while let Some((original, slot)) = stack.pop() {
             flat.nodes[slot as usize] = match &tree.nodes[original] {
-                Node::Leaf { value } => {
-                    flat.value_at[slot as usize] = *value;
-                    FlatNode::leaf(slot)
-                }
+                Node::Leaf { value } => FlatNode::leaf(slot, *value),
                 Node::Split { feature, test, default_left, left, right } => {
                     let children = next_free;
                     next_free += 2;
@@ -74,7 +65,7 @@ pub(crate) struct FlatCache(OnceLock<Vec<FlatTree>>);
 impl FlatCache {
     /// The flattened `trees`, building them the first time.
     pub fn get(&self, trees: &[Tree]) -> &[FlatTree] {
-        self.0.get_or_init(|| trees.iter().map(FlatTree::new).collect())
+        self.0.get_or_init(|| trees.par_iter().map(FlatTree::new).collect())
     }
 }
 
@@ -172,7 +163,7 @@ mod tests {
             let missing = row_major.iter().any(|x| x.is_nan());
             leaves_block(&flat.nodes, flat.depth, &row_major, 3, missing, special, &mut leaves);
             for (row, leaf) in rows.iter().zip(&leaves) {
-                prop_assert_eq!(flat.value_at[*leaf as usize] as usize, tree.leaf(|f| row[f]));
+                prop_assert_eq!(flat.nodes[*leaf as usize].value() as usize, tree.leaf(|f| row[f]));
             }
         }
     }

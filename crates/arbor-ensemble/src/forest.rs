@@ -1,7 +1,7 @@
 //! Random forest training (seed 000): bootstrap sets, trees grown in parallel
 //! with per-tree random streams, out-of-bag error and variable importance.
 
-use arbor_kernels::{Criterion, SplitConstraints, Target as KernelTarget};
+use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -48,6 +48,9 @@ pub fn train_forest_with_oob(
     let m = fp.features_per_node(n_features, task)?;
     let matrix = BinnedMatrix::fit(&data.columns, &fp.quantize_params());
     let ranges = fp.exact.then(|| bin_ranges(&data.columns, &matrix));
+    // Regression trees that scan every feature read rows once per node through a row-major copy.
+    let row_bins =
+        (m >= n_features && !fp.random_splitter && task == Task::Regression).then(|| RowBins::new(&matrix)).flatten();
 
     let target = match &data.target {
         Target::Classes(labels) => {
@@ -110,7 +113,17 @@ pub fn train_forest_with_oob(
                 random_splitter: fp.random_splitter,
                 max_leaf_nodes: fp.max_leaf_nodes,
             };
-            let mut grown = grow_tree(&matrix, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
+            let mut grown = grow_tree(
+                &matrix,
+                row_bins.as_ref(),
+                &target,
+                rows,
+                &weights,
+                &counts,
+                &settings,
+                ranges.as_ref(),
+                &mut rng,
+            );
             // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
             if root_weight > 0.0 {
                 grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);

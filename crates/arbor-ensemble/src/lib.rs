@@ -59,6 +59,9 @@ pub use params::{
 pub use predict::Predictions;
 pub use tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 
+/// Boosting reports its training loss every this many rounds.
+pub const TRAIN_LOSS_EVERY: usize = 10;
+
 /// How far training has come, reported after each tree (forest) or round (boosting).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Progress {
@@ -66,7 +69,8 @@ pub struct Progress {
     pub done: usize,
     /// Trees or rounds asked for.
     pub total: usize,
-    /// Boosting: the mean training loss after this round.
+    /// Boosting: the mean training loss after this round, reported every
+    /// [`TRAIN_LOSS_EVERY`] rounds and on the last (each costs a pass over the rows).
     pub train_loss: Option<f64>,
     /// Boosting with early stopping: the mean validation loss after this round.
     pub valid_loss: Option<f64>,

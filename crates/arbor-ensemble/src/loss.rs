@@ -2,7 +2,12 @@
 //! score, the link from raw scores to predictions, and the loss value that
 //! progress and early stopping report.
 
+use rayon::prelude::*;
+
 use crate::Loss;
+
+/// Rows per parallel work unit of the per-row passes.
+const PARALLEL_CHUNK: usize = 16384;
 
 /// Smallest hessian used, so a leaf weight `-G / (H + lambda)` stays finite with `lambda = 0`.
 const MIN_HESSIAN: f64 = 1e-16;
@@ -59,8 +64,7 @@ impl Loss {
         grad: &mut [f64],
         hess: &mut [f64],
     ) {
-        for &r in rows {
-            let r = r as usize;
+        let derivatives = |r: usize| {
             let w = weight[r];
             let (g, h) = match (self, target) {
                 (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
@@ -77,8 +81,14 @@ impl Loss {
                 }
                 _ => unreachable!("the loss was resolved for this target"),
             };
-            grad[r] = w * g;
-            hess[r] = w * h.max(MIN_HESSIAN);
+            (w * g, w * h.max(MIN_HESSIAN))
+        };
+        // Computed in parallel (each row on its own), then stored by row id.
+        let computed: Vec<(f64, f64)> =
+            rows.par_iter().with_min_len(PARALLEL_CHUNK).map(|&r| derivatives(r as usize)).collect();
+        for (&r, (g, h)) in rows.iter().zip(computed) {
+            grad[r as usize] = g;
+            hess[r as usize] = h;
         }
     }
 
@@ -106,22 +116,28 @@ impl Loss {
         raw: &[f64],
         outputs: usize,
     ) -> f64 {
-        let mut total = 0.0;
-        let mut weight_sum = 0.0;
-        let mut p = vec![0.0; outputs.max(2)];
-        for &r in rows {
-            let r = r as usize;
-            let loss = match (self, target) {
-                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r]).powi(2),
-                (_, LossTarget::Classes(labels)) => {
-                    self.link(&raw[r * outputs..(r + 1) * outputs], &mut p);
-                    -p[labels[r] as usize].clamp(EPS, 1.0).ln()
-                }
-                _ => unreachable!("the loss was resolved for this target"),
-            };
-            total += weight[r] * loss;
-            weight_sum += weight[r];
-        }
+        // Partial sums over fixed chunks, added in chunk order: the same
+        // value whatever the thread count.
+        let partial = |chunk: &[u32]| {
+            let (mut total, mut weight_sum) = (0.0, 0.0);
+            let mut p = vec![0.0; outputs.max(2)];
+            for &r in chunk {
+                let r = r as usize;
+                let loss = match (self, target) {
+                    (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r]).powi(2),
+                    (_, LossTarget::Classes(labels)) => {
+                        self.link(&raw[r * outputs..(r + 1) * outputs], &mut p);
+                        -p[labels[r] as usize].clamp(EPS, 1.0).ln()
+                    }
+                    _ => unreachable!("the loss was resolved for this target"),
+                };
+                total += weight[r] * loss;
+                weight_sum += weight[r];
+            }
+            (total, weight_sum)
+        };
+        let sums: Vec<(f64, f64)> = rows.par_chunks(PARALLEL_CHUNK).map(partial).collect();
+        let (total, weight_sum) = sums.iter().fold((0.0, 0.0), |(t, w), (ct, cw)| (t + ct, w + cw));
         if weight_sum > 0.0 {
             total / weight_sum
         } else {

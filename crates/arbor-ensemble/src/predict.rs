@@ -14,11 +14,13 @@ use crate::flat_tree::FlatTree;
 use crate::model::{Boosting, Model};
 use crate::{ArborError, Result, Task, Voting};
 
-/// Rows per parallel work unit, at most: a block's row-major copy of its
-/// features stays near [`BLOCK_BYTES`].
-const BLOCK: usize = 2048;
-/// Target size of a block's row-major feature copy.
-const BLOCK_BYTES: usize = 1 << 20;
+/// Rows per parallel work unit, at most. A unit sends all its rows through
+/// one tree before the next, so the larger it is, the fewer times each tree
+/// comes in from memory; the bound keeps prediction's memory flat in the
+/// input size.
+const MAX_BLOCK_ROWS: usize = 32768;
+/// Largest row-major feature copy of one unit.
+const BLOCK_BYTES: usize = 4 << 20;
 
 /// The model's answer for a set of rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +50,16 @@ pub(crate) fn arg_max(values: &[f64]) -> usize {
     values.iter().enumerate().fold(0, |best, (i, v)| if *v > values[best] { i } else { best })
 }
 
+/// Rows per work unit: an equal share per thread, within
+/// `TRAVERSAL_BLOCK..=MAX_BLOCK_ROWS` and [`BLOCK_BYTES`], in whole traversal blocks.
+fn block_rows(n_rows: usize, n_features: usize, threads: usize) -> usize {
+    let limit = (BLOCK_BYTES / (8 * n_features)).min(MAX_BLOCK_ROWS);
+    if let Ok(v) = std::env::var("TMP_BLOCK") {
+        return v.parse().unwrap();
+    }
+    n_rows.div_ceil(threads.max(1)).min(limit).next_multiple_of(TRAVERSAL_BLOCK).max(TRAVERSAL_BLOCK)
+}
+
 /// A block of rows to predict, row-major.
 struct Block<'a> {
     rows: &'a [f64],
@@ -67,7 +79,7 @@ impl Block<'_> {
             let leaves = &mut leaves[..chunk.len() / self.n_features];
             leaves_block(&tree.nodes, tree.depth, chunk, self.n_features, self.missing, special, leaves);
             for (i, &leaf) in leaves.iter().enumerate() {
-                visit(c * TRAVERSAL_BLOCK + i, tree.value_at[leaf as usize] as usize);
+                visit(c * TRAVERSAL_BLOCK + i, tree.nodes[leaf as usize].value() as usize);
             }
         }
     }
@@ -146,7 +158,7 @@ impl Model {
     pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
         let width = self.value_len();
         let n_features = columns.len().max(1);
-        let block = (BLOCK_BYTES / (8 * n_features)).clamp(TRAVERSAL_BLOCK, BLOCK) / TRAVERSAL_BLOCK * TRAVERSAL_BLOCK;
+        let block = block_rows(n_rows, n_features, rayon::current_num_threads());
         let flat = self.flat.get(&self.trees);
         let mut values = vec![0.0; n_rows * width];
         values.par_chunks_mut(block * width).enumerate().for_each(|(b, out)| {

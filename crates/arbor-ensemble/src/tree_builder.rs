@@ -9,8 +9,9 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, child_size, count_weight, occupied_bins, partition_rows, random_split,
-    CompactHistogram, Criterion, NodeRows, RandomSplit, SplitCandidate, SplitConstraints, SplitRule, Target,
+    best_split, build_histogram, build_row_histograms, child_size, count_weight, occupied_bins, partition_rows,
+    random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, SplitCandidate, SplitConstraints,
+    SplitRule, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -88,7 +89,9 @@ impl Layout {
         &hist[self.offsets[f]..self.offsets[f + 1]]
     }
 
-    /// Every feature's histogram over `rows`, features in parallel for large nodes.
+    /// Every feature's histogram over `rows`: row-wise when `rowwise` is
+    /// given (features in groups, one per thread, for large nodes),
+    /// otherwise column by column (features in parallel for large nodes).
     fn build(
         &self,
         matrix: &BinnedMatrix,
@@ -96,11 +99,30 @@ impl Layout {
         rows: &[u32],
         weights: &[f64],
         counts: &[f64],
+        rowwise: Option<&RowWise<'_>>,
     ) -> Vec<f64> {
         let mut hist = vec![0.0; self.len()];
-        let mut parts: Vec<(usize, &mut [f64])> = Vec::with_capacity(matrix.n_features());
+        let n_features = matrix.n_features();
+        if let Some(rw) = rowwise {
+            let groups =
+                if rows.len() >= PARALLEL_ROWS { rayon::current_num_threads().clamp(1, n_features) } else { 1 };
+            let per_group = n_features.div_ceil(groups);
+            let mut parts: Vec<(std::ops::Range<usize>, &mut [f64])> = Vec::with_capacity(groups);
+            let mut rest = hist.as_mut_slice();
+            for start in (0..n_features).step_by(per_group.max(1)) {
+                let end = (start + per_group).min(n_features);
+                let (part, tail) = rest.split_at_mut(self.offsets[end] - self.offsets[start]);
+                parts.push((start..end, part));
+                rest = tail;
+            }
+            parts.into_par_iter().for_each(|(features, part)| {
+                build_row_histograms(rw.bins, rows, &rw.stats, features, part);
+            });
+            return hist;
+        }
+        let mut parts: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
         let mut rest = hist.as_mut_slice();
-        for f in 0..matrix.n_features() {
+        for f in 0..n_features {
             let (part, tail) = rest.split_at_mut(self.offsets[f + 1] - self.offsets[f]);
             parts.push((f, part));
             rest = tail;
@@ -115,6 +137,14 @@ impl Layout {
         }
         hist
     }
+}
+
+/// The row-major bins and each row's packed statistics, for the row-wise
+/// histogram kernel (three-value targets in subtraction mode).
+struct RowWise<'a> {
+    bins: &'a RowBins,
+    /// Indexed by row id; zero for rows outside the tree.
+    stats: Vec<[f64; 3]>,
 }
 
 /// A node waiting to be split, with what its split search found.
@@ -156,6 +186,7 @@ pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &Bin
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
+    row_bins: Option<&RowBins>,
     target: &Target<'_>,
     rows: Vec<u32>,
     weights: &[f64],
@@ -169,6 +200,15 @@ pub(crate) fn grow_tree(
     let max_bins = (0..n_features).map(|f| matrix.mapper(f).n_bins()).max().unwrap_or(1);
     let root_stats = node_stats(target, &rows, weights, counts);
     let n = rows.len();
+    let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
+    let three_values = !matches!(target, Target::Classes { .. });
+    let rowwise = row_bins.filter(|_| all_features && three_values).map(|bins| {
+        let mut stats = vec![[0.0; 3]; matrix.n_rows()];
+        for &r in &rows {
+            stats[r as usize] = target.row_stats(r as usize, weights, counts).expect("three-value target");
+        }
+        RowWise { bins, stats }
+    });
     let mut grower = Grower {
         matrix,
         target,
@@ -178,7 +218,8 @@ pub(crate) fn grow_tree(
         ranges,
         rng,
         stride,
-        all_features: settings.features_per_node >= n_features && !settings.random_splitter,
+        all_features,
+        rowwise,
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
@@ -212,6 +253,8 @@ struct Grower<'a, 't, R> {
     stride: usize,
     /// Every feature is scanned at every node: keep histograms and subtract.
     all_features: bool,
+    /// Build those histograms row-wise.
+    rowwise: Option<RowWise<'a>>,
     layout: Layout,
     hist: Vec<f64>,
     compact: CompactHistogram,
@@ -314,7 +357,9 @@ impl<R: Rng> Grower<'_, '_, R> {
         let (matrix, stride, criterion) = (self.matrix, self.stride, self.settings.criterion);
         let c = &self.settings.constraints;
         let node_rows = &self.rows[p.start..p.end];
-        let h = known.unwrap_or_else(|| self.layout.build(matrix, self.target, node_rows, self.weights, self.counts));
+        let h = known.unwrap_or_else(|| {
+            self.layout.build(matrix, self.target, node_rows, self.weights, self.counts, self.rowwise.as_ref())
+        });
         let layout = &self.layout;
         let candidates: Vec<Option<SplitCandidate>> = (0..matrix.n_features())
             .into_par_iter()
@@ -445,7 +490,14 @@ impl<R: Rng> Grower<'_, '_, R> {
                 } else {
                     (&self.rows[mid..p.end], want_right, want_left)
                 };
-                let small = self.layout.build(matrix, self.target, small_rows, self.weights, self.counts);
+                let small = self.layout.build(
+                    matrix,
+                    self.target,
+                    small_rows,
+                    self.weights,
+                    self.counts,
+                    self.rowwise.as_ref(),
+                );
                 let large = large_wanted.then(|| {
                     let mut large = parent;
                     large.iter_mut().zip(&small).for_each(|(l, s)| *l -= s);

@@ -50,6 +50,18 @@ impl Target<'_> {
         }
     }
 
+    /// Row `r`'s statistics as one three-value bin, as [`Target::add_row`]
+    /// would add them, for [`crate::build_row_histograms`]; `None` for
+    /// classes, whose bins are wider.
+    #[inline]
+    pub fn row_stats(&self, r: usize, weights: &[f64], counts: &[f64]) -> Option<[f64; 3]> {
+        match *self {
+            Target::Classes { .. } => None,
+            Target::Values { y } => Some([counts[r], weights[r], weights[r] * y[r]]),
+            Target::Gradients { grad, hess } => Some([counts[r], grad[r], hess[r]]),
+        }
+    }
+
     /// Statistics per bin: class weights then count for classes; count, weight
     /// and weighted sum of `y` for values; count, gradient and hessian sums for gradients.
     pub fn stride(&self) -> usize {

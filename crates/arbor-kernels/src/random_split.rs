@@ -115,7 +115,7 @@ pub fn random_split(
     add(&mut total, &left);
     add(&mut total, &missing);
 
-    let mut scan = Scan::new(criterion, constraints, &total);
+    let mut scan = Scan::<Vec<f64>>::new(criterion, constraints, &total);
     scan.consider(&left, &total);
     let mut missing_left = false;
     if has_missing {

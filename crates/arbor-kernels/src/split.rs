@@ -108,7 +108,7 @@ pub struct SplitCandidate {
 /// Count and weight of a statistics vector (histogram-bin layout): for
 /// classes `[w_0 .. w_{C-1}, count]`, for values `[count, w, Σwy]`, for
 /// gradients `[count, G, H]` (the hessian is the weight).
-#[inline]
+#[inline(always)]
 pub fn count_weight(stats: &[f64], criterion: Criterion) -> (f64, f64) {
     match criterion {
         Criterion::Mse => (stats[0], stats[1]),
@@ -117,6 +117,16 @@ pub fn count_weight(stats: &[f64], criterion: Criterion) -> (f64, f64) {
             let n = stats.len() - 1;
             (stats[n], stats[..n].iter().sum())
         }
+    }
+}
+
+/// The count of a statistics vector alone (see [`count_weight`]): whether a
+/// bin holds rows, without summing class weights.
+#[inline(always)]
+pub fn count(stats: &[f64], criterion: Criterion) -> f64 {
+    match criterion {
+        Criterion::Mse | Criterion::Newton { .. } => stats[0],
+        Criterion::Gini | Criterion::Entropy => stats[stats.len() - 1],
     }
 }
 
@@ -170,40 +180,72 @@ pub fn node_score(stats: &[f64], criterion: Criterion) -> f64 {
     }
 }
 
-/// The running best of a scan, with reusable buffers so that trying a
-/// candidate allocates nothing.
-pub(crate) struct Scan<'a> {
+/// A node's statistics in histogram-bin layout, held in a fixed-size array
+/// when the stride is known at compile time (no allocation, unrolled loops)
+/// or in a vector otherwise.
+pub(crate) trait StatBuf: AsRef<[f64]> + AsMut<[f64]> {
+    /// The stride this buffer type holds, given the histogram's.
+    fn stride(stride: usize) -> usize;
+    /// All zeros, `stride` values.
+    fn zeros(stride: usize) -> Self;
+}
+
+impl<const N: usize> StatBuf for [f64; N] {
+    #[inline(always)]
+    fn stride(_: usize) -> usize {
+        N
+    }
+    #[inline(always)]
+    fn zeros(_: usize) -> Self {
+        [0.0; N]
+    }
+}
+
+impl StatBuf for Vec<f64> {
+    #[inline(always)]
+    fn stride(stride: usize) -> usize {
+        stride
+    }
+    fn zeros(stride: usize) -> Self {
+        vec![0.0; stride]
+    }
+}
+
+/// The running best of a scan, with its buffers, so that trying a candidate
+/// allocates nothing.
+pub(crate) struct Scan<'a, B: StatBuf = Vec<f64>> {
     criterion: Criterion,
     constraints: &'a SplitConstraints,
     parent_score: f64,
-    right: Vec<f64>,
+    right: B,
     best_gain: f64,
-    best_left: Vec<f64>,
+    best_left: B,
     found: bool,
 }
 
-impl<'a> Scan<'a> {
+impl<'a, B: StatBuf> Scan<'a, B> {
     pub(crate) fn new(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64]) -> Self {
         Scan {
             criterion,
             constraints,
             parent_score: node_score(total, criterion),
-            right: vec![0.0; total.len()],
+            right: B::zeros(total.len()),
             best_gain: f64::NEG_INFINITY,
-            best_left: vec![0.0; total.len()],
+            best_left: B::zeros(total.len()),
             found: false,
         }
     }
 
     /// Considers a left child with `left` statistics (the right is `total − left`);
     /// returns true when it is the best so far.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn consider(&mut self, left: &[f64], total: &[f64]) -> bool {
-        for ((r, t), l) in self.right.iter_mut().zip(total).zip(left) {
+        for ((r, t), l) in self.right.as_mut().iter_mut().zip(total).zip(left) {
             *r = t - l;
         }
+        let right = self.right.as_ref();
         let (nl, wl) = count_weight(left, self.criterion);
-        let (nr, wr) = count_weight(&self.right, self.criterion);
+        let (nr, wr) = count_weight(right, self.criterion);
         let c = self.constraints;
         if nl < c.min_samples_leaf || nr < c.min_samples_leaf || wl < c.min_weight_leaf || wr < c.min_weight_leaf {
             return false;
@@ -211,10 +253,10 @@ impl<'a> Scan<'a> {
         if nl <= 0.0 || nr <= 0.0 {
             return false;
         }
-        let gain = node_score(left, self.criterion) + node_score(&self.right, self.criterion) - self.parent_score;
+        let gain = node_score(left, self.criterion) + node_score(right, self.criterion) - self.parent_score;
         if gain > self.best_gain {
             self.best_gain = gain;
-            self.best_left.copy_from_slice(left);
+            self.best_left.as_mut().copy_from_slice(left);
             self.found = true;
             true
         } else {
@@ -227,15 +269,16 @@ impl<'a> Scan<'a> {
         if !self.found {
             return None;
         }
-        let right = total.iter().zip(&self.best_left).map(|(t, l)| t - l).collect();
-        Some(SplitCandidate { gain: self.best_gain, rule, left: self.best_left, right })
+        let left = self.best_left.as_ref().to_vec();
+        let right = total.iter().zip(&left).map(|(t, l)| t - l).collect();
+        Some(SplitCandidate { gain: self.best_gain, rule, left, right })
     }
 }
 
 /// Number of bins that hold at least one row: a feature with fewer than two
 /// is constant in the node and cannot split it.
 pub fn occupied_bins(hist: &[f64], stride: usize, criterion: Criterion) -> usize {
-    hist.chunks_exact(stride).filter(|b| count_weight(b, criterion).0 > 0.0).count()
+    hist.chunks_exact(stride).filter(|b| count(b, criterion) > 0.0).count()
 }
 
 /// Finds the best split of one feature from its histogram (`n_bins * stride`
@@ -253,14 +296,51 @@ pub fn best_split(
     constraints: &SplitConstraints,
     categorical: bool,
 ) -> Option<SplitCandidate> {
+    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical })
+}
+
+struct SplitKernel<'a> {
+    hist: &'a [f64],
+    stride: usize,
+    criterion: Criterion,
+    constraints: &'a SplitConstraints,
+    categorical: bool,
+}
+
+impl pulp::WithSimd for SplitKernel<'_> {
+    type Output = Option<SplitCandidate>;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> Option<SplitCandidate> {
+        let SplitKernel { hist, stride, criterion, constraints, categorical } = self;
+        // The common strides get fixed-size statistics: regression and
+        // boosting (3), two or three classes (3, 4).
+        match stride {
+            3 => scan::<[f64; 3]>(hist, stride, criterion, constraints, categorical),
+            4 => scan::<[f64; 4]>(hist, stride, criterion, constraints, categorical),
+            _ => scan::<Vec<f64>>(hist, stride, criterion, constraints, categorical),
+        }
+    }
+}
+
+#[inline(always)]
+fn scan<B: StatBuf>(
+    hist: &[f64],
+    stride: usize,
+    criterion: Criterion,
+    constraints: &SplitConstraints,
+    categorical: bool,
+) -> Option<SplitCandidate> {
+    let stride = B::stride(stride);
     let n_bins = hist.len() / stride;
-    let mut total = vec![0.0; stride];
+    let mut total = B::zeros(stride);
     for bin in hist.chunks_exact(stride) {
-        add(&mut total, bin);
+        add(total.as_mut(), bin);
     }
     let bin = |b: usize| &hist[b * stride..(b + 1) * stride];
-    let occupied = |b: usize| count_weight(bin(b), criterion).0 > 0.0;
-    let mut scan = Scan::new(criterion, constraints, &total);
+    let occupied = |b: usize| count(bin(b), criterion) > 0.0;
+    let total = total.as_ref();
+    let mut scan = Scan::<B>::new(criterion, constraints, total);
     if categorical {
         let key_class = match criterion {
             Criterion::Gini | Criterion::Entropy => {
@@ -271,7 +351,7 @@ pub fn best_split(
         // Each category's response, smoothed towards the node's by CATEGORY_SMOOTHING
         // observations' worth: a category seen a few times in the node sorts near
         // the middle instead of at an end, where its noise would pick the split.
-        let (_, total_weight) = count_weight(&total, criterion);
+        let (_, total_weight) = count_weight(total, criterion);
         let node_mean = match criterion {
             _ if total_weight <= 0.0 => 0.0,
             Criterion::Mse => total[2] / total_weight,
@@ -293,11 +373,11 @@ pub fn best_split(
             return None;
         }
         order.sort_by(|&a, &b| key(a).total_cmp(&key(b)).then(a.cmp(&b)));
-        let mut left = vec![0.0; stride];
+        let mut left = B::zeros(stride);
         let mut best_len = 0;
         for (i, &b) in order[..order.len() - 1].iter().enumerate() {
-            add(&mut left, bin(b));
-            if scan.consider(&left, &total) {
+            add(left.as_mut(), bin(b));
+            if scan.consider(left.as_ref(), total) {
                 best_len = i + 1;
             }
         }
@@ -305,30 +385,31 @@ pub fn best_split(
             return None;
         }
         // Categories absent from this node (and unseen ones) follow the larger child.
-        let nl = child_size(&scan.best_left, criterion);
-        let unseen_left = nl >= child_size(&total, criterion) - nl;
+        let nl = child_size(scan.best_left.as_ref(), criterion);
+        let unseen_left = nl >= child_size(total, criterion) - nl;
         let mut goes_left = vec![unseen_left; n_bins];
         for (i, &b) in order.iter().enumerate() {
             goes_left[b] = i < best_len;
         }
-        scan.finish(SplitRule::Categories { goes_left }, &total)
+        scan.finish(SplitRule::Categories { goes_left }, total)
     } else {
         let has_missing = occupied(0);
-        let mut left = vec![0.0; stride];
-        let mut left_with_missing = bin(0).to_vec();
+        let mut left = B::zeros(stride);
+        let mut left_with_missing = B::zeros(stride);
+        left_with_missing.as_mut().copy_from_slice(bin(0));
         let mut best_rule = None;
         for b in 1..n_bins {
             if !occupied(b) {
                 continue;
             }
             let stats = bin(b);
-            add(&mut left, stats);
-            if scan.consider(&left, &total) {
+            add(left.as_mut(), stats);
+            if scan.consider(left.as_ref(), total) {
                 best_rule = Some((b, false));
             }
             if has_missing {
-                add(&mut left_with_missing, stats);
-                if scan.consider(&left_with_missing, &total) {
+                add(left_with_missing.as_mut(), stats);
+                if scan.consider(left_with_missing.as_ref(), total) {
                     best_rule = Some((b, true));
                 }
             }
@@ -345,14 +426,14 @@ pub fn best_split(
         let missing_left = if has_missing {
             missing_left
         } else {
-            let nl = child_size(&scan.best_left, criterion);
-            nl >= child_size(&total, criterion) - nl
+            let nl = child_size(scan.best_left.as_ref(), criterion);
+            nl >= child_size(total, criterion) - nl
         };
-        scan.finish(SplitRule::Threshold { bin: b as u16, missing_left }, &total)
+        scan.finish(SplitRule::Threshold { bin: b as u16, missing_left }, total)
     }
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn add(acc: &mut [f64], x: &[f64]) {
     for (a, b) in acc.iter_mut().zip(x) {
         *a += b;

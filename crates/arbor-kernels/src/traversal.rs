@@ -13,7 +13,8 @@
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct FlatNode {
-    /// A split's `x <= threshold` test; `+inf` for leaves.
+    /// A split's `x <= threshold` test. A leaf holds a NaN, which no value
+    /// exceeds (rows stay on it), with the leaf's value offset as payload.
     pub threshold: f64,
     /// The feature index, and the [`FlatNode::LEAF`], [`FlatNode::DEFAULT_LEFT`]
     /// and [`FlatNode::SPECIAL`] flags.
@@ -45,10 +46,23 @@ impl FlatNode {
         FlatNode { threshold: f64::from(test), word: feature | flag | Self::SPECIAL, next: left }
     }
 
-    /// A leaf at `index`: every row stays on it, NaN included.
-    pub fn leaf(index: u32) -> FlatNode {
-        FlatNode { threshold: f64::INFINITY, word: Self::LEAF | Self::DEFAULT_LEFT, next: index }
+    /// A leaf at `index` whose output starts at `value` in the caller's
+    /// values: every row stays on it, NaN included.
+    pub fn leaf(index: u32, value: u32) -> FlatNode {
+        let threshold = f64::from_bits(Self::LEAF_NAN | u64::from(value));
+        FlatNode { threshold, word: Self::LEAF | Self::DEFAULT_LEFT, next: index }
     }
+
+    /// A leaf's value offset (read from beside the node the walk ended on,
+    /// so no second table is touched).
+    #[inline(always)]
+    pub fn value(self) -> u32 {
+        debug_assert!(self.word & Self::LEAF != 0, "only leaves hold values");
+        self.threshold.to_bits() as u32
+    }
+
+    /// A quiet NaN, its low 32 bits free for a leaf's value offset.
+    const LEAF_NAN: u64 = 0x7FF8_0000_0000_0000;
 
     /// The node a row with value `x` moves to (itself for a leaf). `MISSING`:
     /// `x` may be NaN; `SPECIAL`: the node may be a special split.
@@ -96,9 +110,37 @@ pub fn leaves_block<S: Fn(u32, f64) -> bool>(
     debug_assert_eq!(rows.len(), leaves.len() * n_features);
     let none = |_: u32, _: f64| -> bool { unreachable!("the tree has no special splits") };
     match (missing, special) {
-        (false, None) => walk::<false, false>(nodes, depth, rows, n_features, &none, leaves),
-        (true, None) => walk::<true, false>(nodes, depth, rows, n_features, &none, leaves),
-        (_, Some(special)) => walk::<true, true>(nodes, depth, rows, n_features, special, leaves),
+        (false, None) => {
+            crate::dispatch::run(Walk::<false, false, _> { nodes, depth, rows, n_features, special: &none, leaves })
+        }
+        (true, None) => {
+            crate::dispatch::run(Walk::<true, false, _> { nodes, depth, rows, n_features, special: &none, leaves })
+        }
+        (_, Some(special)) => {
+            crate::dispatch::run(Walk::<true, true, _> { nodes, depth, rows, n_features, special, leaves })
+        }
+    }
+}
+
+/// One block's walk through one tree, as a kernel of the dispatch seam.
+struct Walk<'a, const MISSING: bool, const SPECIAL: bool, S> {
+    nodes: &'a [FlatNode],
+    depth: usize,
+    rows: &'a [f64],
+    n_features: usize,
+    special: &'a S,
+    leaves: &'a mut [u32],
+}
+
+impl<const MISSING: bool, const SPECIAL: bool, S: Fn(u32, f64) -> bool> pulp::WithSimd
+    for Walk<'_, MISSING, SPECIAL, S>
+{
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<Sd: pulp::Simd>(self, _simd: Sd) {
+        let Walk { nodes, depth, rows, n_features, special, leaves } = self;
+        walk::<MISSING, SPECIAL>(nodes, depth, rows, n_features, special, leaves);
     }
 }
 
@@ -149,9 +191,9 @@ mod tests {
         vec![
             FlatNode::split(0, 1.0, false, 1),
             FlatNode::split(1, 5.0, true, 3),
-            FlatNode::leaf(2),
-            FlatNode::leaf(3),
-            FlatNode::leaf(4),
+            FlatNode::leaf(2, 20),
+            FlatNode::leaf(3, 30),
+            FlatNode::leaf(4, u32::MAX),
         ]
     }
 
@@ -162,6 +204,8 @@ mod tests {
         let mut shallow = [0u32; 6];
         leaves_block(&tree(), 2, &rows, 2, true, none, &mut shallow);
         assert_eq!(shallow, [3, 4, 2, 2, 3, 3]);
+        let values: Vec<u32> = shallow.iter().map(|&l| tree()[l as usize].value()).collect();
+        assert_eq!(values, [30, u32::MAX, 20, 20, 30, 30]);
         // the same tree walked row by row
         let mut deep = [0u32; 6];
         leaves_block(&tree(), LEVEL_BY_LEVEL_MAX_DEPTH + 1, &rows, 2, true, none, &mut deep);
@@ -175,7 +219,7 @@ mod tests {
 
     #[test]
     fn special_splits_ask_the_caller() {
-        let nodes = vec![FlatNode::special(0, 7, true, 1), FlatNode::leaf(1), FlatNode::leaf(2)];
+        let nodes = vec![FlatNode::special(0, 7, true, 1), FlatNode::leaf(1, 0), FlatNode::leaf(2, 1)];
         let odd = |test: u32, x: f64| -> bool {
             assert_eq!(test, 7);
             x as i64 % 2 == 1

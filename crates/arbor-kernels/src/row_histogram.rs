@@ -1,0 +1,147 @@
+//! Histograms of many features at once from a row-major binned matrix: a
+//! node's rows are read once, not once per feature, and each row's
+//! statistics are one packed load. This is what makes subtraction-mode
+//! growth (boosting, `max_features=all`) fast.
+
+use std::ops::Range;
+
+use arbor_quantize::{BinColumn, BinnedMatrix};
+use pulp::{Simd, WithSimd};
+
+/// The binned matrix row-major, one byte per cell (every feature must have
+/// at most 256 bins), with where each feature's bins start in a histogram of
+/// every feature.
+#[derive(Clone, Debug)]
+pub struct RowBins {
+    bins: Vec<u8>,
+    n_features: usize,
+    /// Feature `f`'s first bin in the all-features histogram; `n_features + 1` entries.
+    offsets: Vec<u32>,
+}
+
+impl RowBins {
+    /// A row-major copy of `matrix`, or `None` when a feature has more than
+    /// 256 bins (those keep the column-wise kernels).
+    pub fn new(matrix: &BinnedMatrix) -> Option<RowBins> {
+        let n_features = matrix.n_features();
+        let n_rows = matrix.n_rows();
+        let mut offsets = Vec::with_capacity(n_features + 1);
+        offsets.push(0u32);
+        for f in 0..n_features {
+            let BinColumn::U8(_) = matrix.column(f) else { return None };
+            offsets.push(offsets[f] + matrix.mapper(f).n_bins() as u32);
+        }
+        let mut bins = vec![0u8; n_rows * n_features];
+        for f in 0..n_features {
+            let BinColumn::U8(column) = matrix.column(f) else { return None };
+            for (row, &b) in bins.chunks_exact_mut(n_features).zip(column) {
+                row[f] = b;
+            }
+        }
+        Some(RowBins { bins, n_features, offsets })
+    }
+
+    /// Number of features per row.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Where each feature's bins start in an all-features histogram (`n_features + 1` entries).
+    pub fn offsets(&self) -> &[u32] {
+        &self.offsets
+    }
+
+    /// Bytes held.
+    pub fn size_bytes(&self) -> usize {
+        self.bins.len() + self.offsets.len() * 4
+    }
+}
+
+/// Adds `stats[r]` (three values per row: count, then two sums, as
+/// [`crate::Target::Values`] and [`crate::Target::Gradients`] lay out a bin)
+/// of every row of `rows` to the histograms of `features`.
+///
+/// `hist` holds exactly those features' histograms, three values per bin,
+/// laid out as in an all-features histogram (starting at
+/// `offsets[features.start]`). Every bin receives its rows in the order of
+/// `rows`, so the sums equal the column-wise [`crate::build_histogram`]'s to the bit.
+pub fn build_row_histograms(
+    bins: &RowBins,
+    rows: &[u32],
+    stats: &[[f64; 3]],
+    features: Range<usize>,
+    hist: &mut [f64],
+) {
+    crate::dispatch::run(RowHistogramKernel { bins, rows, stats, features, hist })
+}
+
+struct RowHistogramKernel<'a> {
+    bins: &'a RowBins,
+    rows: &'a [u32],
+    stats: &'a [[f64; 3]],
+    features: Range<usize>,
+    hist: &'a mut [f64],
+}
+
+impl WithSimd for RowHistogramKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let RowHistogramKernel { bins, rows, stats, features, hist } = self;
+        let nf = bins.n_features;
+        let base = bins.offsets[features.start];
+        // Each feature's first slot, relative to this histogram, in values.
+        let starts: Vec<usize> = bins.offsets[features.clone()].iter().map(|&o| (o - base) as usize * 3).collect();
+        let expected = (bins.offsets[features.end] - base) as usize * 3;
+        assert_eq!(hist.len(), expected, "the histogram holds the features' bins");
+        for &r in rows {
+            let r = r as usize;
+            let s = stats[r];
+            let row = &bins.bins[r * nf + features.start..r * nf + features.end];
+            for (&b, &start) in row.iter().zip(&starts) {
+                let i = start + b as usize * 3;
+                let cell = &mut hist[i..i + 3];
+                cell[0] += s[0];
+                cell[1] += s[1];
+                cell[2] += s[2];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arbor_quantize::{FeatureColumn, QuantizeParams};
+
+    use super::*;
+    use crate::{build_histogram, Target};
+
+    #[test]
+    fn row_histograms_equal_column_histograms() {
+        let a: Vec<f64> = (0..50).map(|i| (i * 7 % 13) as f64).collect();
+        let b: Vec<f64> = (0..50).map(|i| if i % 5 == 0 { f64::NAN } else { (i % 4) as f64 }).collect();
+        let matrix =
+            BinnedMatrix::fit(&[FeatureColumn::Numeric(a), FeatureColumn::Numeric(b)], &QuantizeParams::default());
+        let bins = RowBins::new(&matrix).unwrap();
+        let grad: Vec<f64> = (0..50).map(|i| (i as f64).sin()).collect();
+        let hess: Vec<f64> = (0..50).map(|i| 1.0 + (i as f64).cos().abs()).collect();
+        let counts = vec![1.0; 50];
+        let stats: Vec<[f64; 3]> = (0..50).map(|r| [counts[r], grad[r], hess[r]]).collect();
+        let rows: Vec<u32> = (0..50).filter(|r| r % 3 != 1).collect();
+        let total = bins.offsets()[2] as usize * 3;
+        let mut rowwise = vec![0.0; total];
+        build_row_histograms(&bins, &rows, &stats, 0..2, &mut rowwise);
+        let target = Target::Gradients { grad: &grad, hess: &hess };
+        for f in 0..2 {
+            let range = bins.offsets()[f] as usize * 3..bins.offsets()[f + 1] as usize * 3;
+            let mut column = vec![0.0; range.len()];
+            build_histogram(matrix.column(f), &rows, &counts, &counts, &target, &mut column);
+            assert_eq!(column, rowwise[range.clone()]);
+            // one feature on its own gives the same slice
+            let mut alone = vec![0.0; range.len()];
+            build_row_histograms(&bins, &rows, &stats, f..f + 1, &mut alone);
+            assert_eq!(alone, column);
+        }
+    }
+}

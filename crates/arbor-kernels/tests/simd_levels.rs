@@ -1,0 +1,153 @@
+//! Every kernel gives the scalar kernel's answer, bit for bit, at every SIMD
+//! level this CPU runs: histograms (column- and row-wise), split scans,
+//! partitions and tree traversal, on random inputs with odd lengths and tails.
+
+use arbor_kernels::dispatch::{with_level, Level};
+use arbor_kernels::{
+    best_split, build_histogram, build_row_histograms, leaves_block, partition_rows, Criterion, FlatNode, RowBins,
+    SplitConstraints, Target,
+};
+use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
+use proptest::prelude::*;
+
+/// `f` at every available level besides scalar, each equal to its scalar run.
+fn same_at_every_level<R: PartialEq + std::fmt::Debug>(f: impl Fn() -> R) -> Result<(), TestCaseError> {
+    let scalar = with_level(Level::Scalar, &f).expect("scalar always runs");
+    for level in Level::available().into_iter().filter(|&l| l != Level::Scalar) {
+        let simd = with_level(level, &f).expect("listed as available");
+        prop_assert_eq!(&simd, &scalar, "level {}", level);
+    }
+    Ok(())
+}
+
+/// Bit patterns, so that -0.0 and 0.0 (or two NaNs) are not confused.
+fn bits(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+fn criterion() -> impl Strategy<Value = Criterion> {
+    prop_oneof![
+        Just(Criterion::Gini),
+        Just(Criterion::Entropy),
+        Just(Criterion::Mse),
+        (0.0..2.0f64).prop_map(|lambda| Criterion::Newton { lambda }),
+    ]
+}
+
+/// Rows of a node: a strictly increasing subset of `0..n` (odd lengths included).
+fn node_rows(n: usize, keep: &[bool]) -> Vec<u32> {
+    (0..n as u32).filter(|&r| keep[r as usize % keep.len()]).collect()
+}
+
+proptest! {
+    #[test]
+    fn histograms_and_split_scans_match_scalar(
+        cells in proptest::collection::vec((0u16..300, 0u32..5, -5.0..5.0f64, 0.0..3.0f64), 1..400),
+        n_bins in 2usize..300,
+        n_classes in 2usize..5,
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+        criterion in criterion(),
+        categorical: bool,
+        wide: bool,
+    ) {
+        let n = cells.len();
+        let bins: Vec<u16> = cells.iter().map(|c| c.0 % n_bins as u16).collect();
+        let column = if wide || n_bins > 256 {
+            BinColumn::U16(bins)
+        } else {
+            BinColumn::U8(bins.iter().map(|&b| b as u8).collect())
+        };
+        let labels: Vec<u32> = cells.iter().map(|c| c.1 % n_classes as u32).collect();
+        let y: Vec<f64> = cells.iter().map(|c| c.2).collect();
+        let w: Vec<f64> = cells.iter().map(|c| c.3).collect();
+        let target = match criterion {
+            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &labels, n_classes },
+            Criterion::Mse => Target::Values { y: &y },
+            Criterion::Newton { .. } => Target::Gradients { grad: &y, hess: &w },
+        };
+        let stride = target.stride();
+        let rows = node_rows(n, &keep);
+        let constraints = SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0 };
+        same_at_every_level(|| {
+            let mut hist = vec![0.0; n_bins * stride];
+            build_histogram(&column, &rows, &w, &w, &target, &mut hist);
+            let split = best_split(&hist, stride, criterion, &constraints, categorical);
+            (bits(&hist), split.map(|s| (s.gain.to_bits(), s.rule, bits(&s.left), bits(&s.right))))
+        })?;
+    }
+
+    #[test]
+    fn row_histograms_match_scalar(
+        values in proptest::collection::vec(proptest::collection::vec(-3.0..3.0f64, 5), 1..300),
+        features in 0usize..5,
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+    ) {
+        let columns: Vec<FeatureColumn> =
+            (0..5).map(|f| FeatureColumn::Numeric(values.iter().map(|row| row[f]).collect())).collect();
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
+        let bins = RowBins::new(&matrix).expect("default quantization fits a byte");
+        let stats: Vec<[f64; 3]> = values.iter().map(|row| [1.0, row[0] * row[1], row[2].abs()]).collect();
+        let rows = node_rows(values.len(), &keep);
+        let range = features..5;
+        let len = (bins.offsets()[5] - bins.offsets()[features]) as usize * 3;
+        same_at_every_level(|| {
+            let mut hist = vec![0.0; len];
+            build_row_histograms(&bins, &rows, &stats, range.clone(), &mut hist);
+            bits(&hist)
+        })?;
+    }
+
+    #[test]
+    fn partitions_match_scalar(
+        bins in proptest::collection::vec(0u8..40, 1..500),
+        goes_left in proptest::collection::vec(any::<bool>(), 40),
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+    ) {
+        let rows = node_rows(bins.len(), &keep);
+        let column = BinColumn::U8(bins);
+        same_at_every_level(|| {
+            let mut rows = rows.clone();
+            let n_left = partition_rows(&mut rows, &column, &goes_left, &mut Vec::new());
+            (n_left, rows)
+        })?;
+    }
+
+    #[test]
+    fn traversals_match_scalar(
+        thresholds in proptest::collection::vec((0u32..3, -2.0..2.0f64, any::<bool>()), 1..60),
+        rows in proptest::collection::vec(
+            proptest::collection::vec(prop_oneof![-3.0..3.0f64, Just(f64::NAN)], 3), 1..150),
+    ) {
+        // A complete tree: node i's children are 2i+1 and 2i+2, leaves past the splits.
+        let n_splits = thresholds.len();
+        let mut nodes: Vec<FlatNode> = thresholds
+            .iter()
+            .map(|&(f, t, left)| FlatNode::split(f, t, left, 0))
+            .collect();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.next = 2 * i as u32 + 1;
+        }
+        let n_nodes = 2 * n_splits + 1;
+        nodes.extend((n_splits..n_nodes).map(|i| FlatNode::leaf(i as u32, i as u32 * 2)));
+        let depth = (usize::BITS - n_nodes.leading_zeros()) as usize;
+        let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+        let missing = flat.iter().any(|x| x.is_nan());
+        let none: Option<&fn(u32, f64) -> bool> = None;
+        same_at_every_level(|| {
+            let mut leaves = vec![0u32; rows.len()];
+            leaves_block(&nodes, depth, &flat, 3, missing, none, &mut leaves);
+            leaves
+        })?;
+    }
+}
+
+#[test]
+fn the_levels_compared_are_reported() {
+    let levels: Vec<&str> = Level::available().iter().map(|l| l.name()).collect();
+    println!("SIMD levels compared with scalar on this CPU: {levels:?} (best: {})", Level::best());
+    assert!(levels.contains(&"scalar"));
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        assert!(levels.contains(&"avx2"), "an AVX2/FMA CPU runs the avx2 level");
+    }
+}
