@@ -122,31 +122,52 @@ pub struct CompactHistogram {
     pub bins: Vec<u16>,
     /// `bins.len() * stride` statistics, in the layout of [`build_histogram`].
     pub hist: Vec<f64>,
-    keyed: Vec<(u16, u32)>,
+    /// A dense histogram kept at zero between builds: rows add into it, the
+    /// occupied bins are copied out and zeroed again.
+    dense: Vec<f64>,
+    /// Per bin: occupied in the current build.
+    seen: Vec<bool>,
+    touched: Vec<u16>,
 }
 
 impl CompactHistogram {
     /// Rebuilds the histogram for `rows` of `column` (buffers are reused).
+    /// Each bin receives its rows in the order of `rows`, as in [`build_histogram`].
     pub fn build(&mut self, column: &BinColumn, rows: &[u32], weights: &[f64], counts: &[f64], target: &Target<'_>) {
         let stride = target.stride();
-        self.keyed.clear();
-        self.keyed.extend(rows.iter().map(|&r| (column.get(r as usize), r)));
-        self.keyed.sort_unstable();
+        let max_bin = rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize;
+        if self.seen.len() <= max_bin {
+            self.seen.resize(max_bin + 1, false);
+            self.dense.resize((max_bin + 1) * stride, 0.0);
+        }
+        if self.dense.len() < self.seen.len() * stride {
+            self.dense.resize(self.seen.len() * stride, 0.0);
+        }
+        self.touched.clear();
+        for &r in rows {
+            let b = column.get(r as usize);
+            let seen = &mut self.seen[b as usize];
+            if !*seen {
+                *seen = true;
+                self.touched.push(b);
+            }
+            let b = b as usize;
+            target.add_row(&mut self.dense[b * stride..(b + 1) * stride], r as usize, weights, counts);
+        }
+        self.touched.sort_unstable();
         self.bins.clear();
         self.bins.push(0);
-        for &(b, _) in &self.keyed {
-            if b != *self.bins.last().expect("starts with bin 0") {
-                self.bins.push(b);
-            }
-        }
+        self.bins.extend(self.touched.iter().filter(|&&b| b != 0));
         self.hist.clear();
         self.hist.resize(self.bins.len() * stride, 0.0);
-        let mut slot = 0;
-        for &(b, r) in &self.keyed {
-            while self.bins[slot] != b {
-                slot += 1;
+        for (slot, &b) in self.bins.iter().enumerate() {
+            let b = b as usize;
+            if self.seen[b] {
+                let cell = &mut self.dense[b * stride..(b + 1) * stride];
+                self.hist[slot * stride..(slot + 1) * stride].copy_from_slice(cell);
+                cell.fill(0.0);
+                self.seen[b] = false;
             }
-            target.add_row(&mut self.hist[slot * stride..(slot + 1) * stride], r as usize, weights, counts);
         }
     }
 }
