@@ -54,9 +54,6 @@ pub(crate) fn arg_max(values: &[f64]) -> usize {
 /// `TRAVERSAL_BLOCK..=MAX_BLOCK_ROWS` and [`BLOCK_BYTES`], in whole traversal blocks.
 fn block_rows(n_rows: usize, n_features: usize, threads: usize) -> usize {
     let limit = (BLOCK_BYTES / (8 * n_features)).min(MAX_BLOCK_ROWS);
-    if let Ok(v) = std::env::var("TMP_BLOCK") {
-        return v.parse().unwrap();
-    }
     n_rows.div_ceil(threads.max(1)).min(limit).next_multiple_of(TRAVERSAL_BLOCK).max(TRAVERSAL_BLOCK)
 }
 

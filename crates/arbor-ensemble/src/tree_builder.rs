@@ -90,8 +90,8 @@ impl Layout {
     }
 
     /// Every feature's histogram over `rows`: row-wise when `rowwise` is
-    /// given (features in groups, one per thread, for large nodes),
-    /// otherwise column by column (features in parallel for large nodes).
+    /// given (features in groups, one per thread), otherwise column by column
+    /// (one feature per group); groups run in parallel for large nodes.
     fn build(
         &self,
         matrix: &BinnedMatrix,
@@ -103,34 +103,26 @@ impl Layout {
     ) -> Vec<f64> {
         let mut hist = vec![0.0; self.len()];
         let n_features = matrix.n_features();
-        if let Some(rw) = rowwise {
-            let groups =
-                if rows.len() >= PARALLEL_ROWS { rayon::current_num_threads().clamp(1, n_features) } else { 1 };
-            let per_group = n_features.div_ceil(groups);
-            let mut parts: Vec<(std::ops::Range<usize>, &mut [f64])> = Vec::with_capacity(groups);
-            let mut rest = hist.as_mut_slice();
-            for start in (0..n_features).step_by(per_group.max(1)) {
-                let end = (start + per_group).min(n_features);
-                let (part, tail) = rest.split_at_mut(self.offsets[end] - self.offsets[start]);
-                parts.push((start..end, part));
-                rest = tail;
-            }
-            parts.into_par_iter().for_each(|(features, part)| {
-                build_row_histograms(rw.bins, rows, &rw.stats, features, part);
-            });
-            return hist;
-        }
-        let mut parts: Vec<(usize, &mut [f64])> = Vec::with_capacity(n_features);
+        let parallel = rows.len() >= PARALLEL_ROWS;
+        let per_group = match rowwise {
+            Some(_) if parallel => n_features.div_ceil(rayon::current_num_threads().clamp(1, n_features.max(1))),
+            Some(_) => n_features,
+            None => 1,
+        };
+        // Each group of features gets its own slice of the histogram.
+        let mut parts: Vec<(std::ops::Range<usize>, &mut [f64])> = Vec::new();
         let mut rest = hist.as_mut_slice();
-        for f in 0..n_features {
-            let (part, tail) = rest.split_at_mut(self.offsets[f + 1] - self.offsets[f]);
-            parts.push((f, part));
+        for start in (0..n_features).step_by(per_group.max(1)) {
+            let end = (start + per_group).min(n_features);
+            let (part, tail) = rest.split_at_mut(self.offsets[end] - self.offsets[start]);
+            parts.push((start..end, part));
             rest = tail;
         }
-        let fill = |(f, part): &mut (usize, &mut [f64])| {
-            build_histogram(matrix.column(*f), rows, weights, counts, target, part);
+        let fill = |(features, part): &mut (std::ops::Range<usize>, &mut [f64])| match rowwise {
+            Some(rw) => build_row_histograms(rw.bins, rows, &rw.stats, features.clone(), part),
+            None => build_histogram(matrix.column(features.start), rows, weights, counts, target, part),
         };
-        if rows.len() >= PARALLEL_ROWS {
+        if parallel {
             parts.par_iter_mut().for_each(fill);
         } else {
             parts.iter_mut().for_each(fill);
@@ -201,13 +193,13 @@ pub(crate) fn grow_tree(
     let root_stats = node_stats(target, &rows, weights, counts);
     let n = rows.len();
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
-    let three_values = !matches!(target, Target::Classes { .. });
-    let rowwise = row_bins.filter(|_| all_features && three_values).map(|bins| {
+    // Row-wise histograms need three-value statistics: `row_stats` is None for classes.
+    let rowwise = row_bins.filter(|_| all_features).and_then(|bins| {
         let mut stats = vec![[0.0; 3]; matrix.n_rows()];
         for &r in &rows {
-            stats[r as usize] = target.row_stats(r as usize, weights, counts).expect("three-value target");
+            stats[r as usize] = target.row_stats(r as usize, weights, counts)?;
         }
-        RowWise { bins, stats }
+        Some(RowWise { bins, stats })
     });
     let mut grower = Grower {
         matrix,

@@ -135,10 +135,13 @@ impl CompactHistogram {
     /// Each bin receives its rows in the order of `rows`, as in [`build_histogram`].
     pub fn build(&mut self, column: &BinColumn, rows: &[u32], weights: &[f64], counts: &[f64], target: &Target<'_>) {
         let stride = target.stride();
-        let max_bin = rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize;
+        // Byte columns fit 256 bins; wide ones are sized by the node's largest bin.
+        let max_bin = match column {
+            BinColumn::U8(_) => usize::from(u8::MAX),
+            BinColumn::U16(_) => rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize,
+        };
         if self.seen.len() <= max_bin {
             self.seen.resize(max_bin + 1, false);
-            self.dense.resize((max_bin + 1) * stride, 0.0);
         }
         if self.dense.len() < self.seen.len() * stride {
             self.dense.resize(self.seen.len() * stride, 0.0);

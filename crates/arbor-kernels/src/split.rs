@@ -312,124 +312,121 @@ impl pulp::WithSimd for SplitKernel<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) -> Option<SplitCandidate> {
-        let SplitKernel { hist, stride, criterion, constraints, categorical } = self;
         // The common strides get fixed-size statistics: regression and
         // boosting (3), two or three classes (3, 4).
-        match stride {
-            3 => scan::<[f64; 3]>(hist, stride, criterion, constraints, categorical),
-            4 => scan::<[f64; 4]>(hist, stride, criterion, constraints, categorical),
-            _ => scan::<Vec<f64>>(hist, stride, criterion, constraints, categorical),
+        match self.stride {
+            3 => self.scan::<[f64; 3]>(),
+            4 => self.scan::<[f64; 4]>(),
+            _ => self.scan::<Vec<f64>>(),
         }
     }
 }
 
-#[inline(always)]
-fn scan<B: StatBuf>(
-    hist: &[f64],
-    stride: usize,
-    criterion: Criterion,
-    constraints: &SplitConstraints,
-    categorical: bool,
-) -> Option<SplitCandidate> {
-    let stride = B::stride(stride);
-    let n_bins = hist.len() / stride;
-    let mut total = B::zeros(stride);
-    for bin in hist.chunks_exact(stride) {
-        add(total.as_mut(), bin);
-    }
-    let bin = |b: usize| &hist[b * stride..(b + 1) * stride];
-    let occupied = |b: usize| count(bin(b), criterion) > 0.0;
-    let total = total.as_ref();
-    let mut scan = Scan::<B>::new(criterion, constraints, total);
-    if categorical {
-        let key_class = match criterion {
-            Criterion::Gini | Criterion::Entropy => {
-                (0..stride - 1).fold(0, |best, c| if total[c] > total[best] { c } else { best })
-            }
-            _ => 0,
-        };
-        // Each category's response, smoothed towards the node's by CATEGORY_SMOOTHING
-        // observations' worth: a category seen a few times in the node sorts near
-        // the middle instead of at an end, where its noise would pick the split.
-        let (_, total_weight) = count_weight(total, criterion);
-        let node_mean = match criterion {
-            _ if total_weight <= 0.0 => 0.0,
-            Criterion::Mse => total[2] / total_weight,
-            Criterion::Newton { .. } => 0.0,
-            Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
-        };
-        let key = |b: usize| {
-            let s = bin(b);
-            let (_, w) = count_weight(s, criterion);
-            let (num, den) = match criterion {
-                Criterion::Mse => (s[2], w),
-                Criterion::Newton { lambda } => (s[1], w + lambda),
-                Criterion::Gini | Criterion::Entropy => (s[key_class], w),
+impl SplitKernel<'_> {
+    /// The scan itself, on statistics held in `B`.
+    #[inline(always)]
+    fn scan<B: StatBuf>(self) -> Option<SplitCandidate> {
+        let SplitKernel { hist, stride, criterion, constraints, categorical } = self;
+        let stride = B::stride(stride);
+        let n_bins = hist.len() / stride;
+        let mut total = B::zeros(stride);
+        for bin in hist.chunks_exact(stride) {
+            add(total.as_mut(), bin);
+        }
+        let bin = |b: usize| &hist[b * stride..(b + 1) * stride];
+        let occupied = |b: usize| count(bin(b), criterion) > 0.0;
+        let total = total.as_ref();
+        let mut scan = Scan::<B>::new(criterion, constraints, total);
+        if categorical {
+            let key_class = match criterion {
+                Criterion::Gini | Criterion::Entropy => {
+                    (0..stride - 1).fold(0, |best, c| if total[c] > total[best] { c } else { best })
+                }
+                _ => 0,
             };
-            (num + CATEGORY_SMOOTHING * node_mean) / (den + CATEGORY_SMOOTHING)
-        };
-        let mut order: Vec<usize> = (0..n_bins).filter(|&b| occupied(b)).collect();
-        if order.len() < 2 {
-            return None;
-        }
-        order.sort_by(|&a, &b| key(a).total_cmp(&key(b)).then(a.cmp(&b)));
-        let mut left = B::zeros(stride);
-        let mut best_len = 0;
-        for (i, &b) in order[..order.len() - 1].iter().enumerate() {
-            add(left.as_mut(), bin(b));
-            if scan.consider(left.as_ref(), total) {
-                best_len = i + 1;
+            // Each category's response, smoothed towards the node's by CATEGORY_SMOOTHING
+            // observations' worth: a category seen a few times in the node sorts near
+            // the middle instead of at an end, where its noise would pick the split.
+            let (_, total_weight) = count_weight(total, criterion);
+            let node_mean = match criterion {
+                _ if total_weight <= 0.0 => 0.0,
+                Criterion::Mse => total[2] / total_weight,
+                Criterion::Newton { .. } => 0.0,
+                Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
+            };
+            let key = |b: usize| {
+                let s = bin(b);
+                let (_, w) = count_weight(s, criterion);
+                let (num, den) = match criterion {
+                    Criterion::Mse => (s[2], w),
+                    Criterion::Newton { lambda } => (s[1], w + lambda),
+                    Criterion::Gini | Criterion::Entropy => (s[key_class], w),
+                };
+                (num + CATEGORY_SMOOTHING * node_mean) / (den + CATEGORY_SMOOTHING)
+            };
+            let mut order: Vec<usize> = (0..n_bins).filter(|&b| occupied(b)).collect();
+            if order.len() < 2 {
+                return None;
             }
-        }
-        if !scan.found {
-            return None;
-        }
-        // Categories absent from this node (and unseen ones) follow the larger child.
-        let nl = child_size(scan.best_left.as_ref(), criterion);
-        let unseen_left = nl >= child_size(total, criterion) - nl;
-        let mut goes_left = vec![unseen_left; n_bins];
-        for (i, &b) in order.iter().enumerate() {
-            goes_left[b] = i < best_len;
-        }
-        scan.finish(SplitRule::Categories { goes_left }, total)
-    } else {
-        let has_missing = occupied(0);
-        let mut left = B::zeros(stride);
-        let mut left_with_missing = B::zeros(stride);
-        left_with_missing.as_mut().copy_from_slice(bin(0));
-        let mut best_rule = None;
-        for b in 1..n_bins {
-            if !occupied(b) {
-                continue;
-            }
-            let stats = bin(b);
-            add(left.as_mut(), stats);
-            if scan.consider(left.as_ref(), total) {
-                best_rule = Some((b, false));
-            }
-            if has_missing {
-                add(left_with_missing.as_mut(), stats);
-                if scan.consider(left_with_missing.as_ref(), total) {
-                    best_rule = Some((b, true));
+            order.sort_by(|&a, &b| key(a).total_cmp(&key(b)).then(a.cmp(&b)));
+            let mut left = B::zeros(stride);
+            let mut best_len = 0;
+            for (i, &b) in order[..order.len() - 1].iter().enumerate() {
+                add(left.as_mut(), bin(b));
+                if scan.consider(left.as_ref(), total) {
+                    best_len = i + 1;
                 }
             }
-        }
-        let (b, missing_left) = best_rule?;
-        // Bins empty in this node between the left child's last bin and the
-        // right child's first are split half and half, as CART puts its
-        // threshold midway between observed values.
-        let b = match (b + 1..n_bins).find(|&nb| occupied(nb)) {
-            Some(next) => (b + next) / 2,
-            None => b,
-        };
-        // With no missing values in the node, they follow the larger child at prediction.
-        let missing_left = if has_missing {
-            missing_left
-        } else {
+            if !scan.found {
+                return None;
+            }
+            // Categories absent from this node (and unseen ones) follow the larger child.
             let nl = child_size(scan.best_left.as_ref(), criterion);
-            nl >= child_size(total, criterion) - nl
-        };
-        scan.finish(SplitRule::Threshold { bin: b as u16, missing_left }, total)
+            let unseen_left = nl >= child_size(total, criterion) - nl;
+            let mut goes_left = vec![unseen_left; n_bins];
+            for (i, &b) in order.iter().enumerate() {
+                goes_left[b] = i < best_len;
+            }
+            scan.finish(SplitRule::Categories { goes_left }, total)
+        } else {
+            let has_missing = occupied(0);
+            let mut left = B::zeros(stride);
+            let mut left_with_missing = B::zeros(stride);
+            left_with_missing.as_mut().copy_from_slice(bin(0));
+            let mut best_rule = None;
+            for b in 1..n_bins {
+                if !occupied(b) {
+                    continue;
+                }
+                let stats = bin(b);
+                add(left.as_mut(), stats);
+                if scan.consider(left.as_ref(), total) {
+                    best_rule = Some((b, false));
+                }
+                if has_missing {
+                    add(left_with_missing.as_mut(), stats);
+                    if scan.consider(left_with_missing.as_ref(), total) {
+                        best_rule = Some((b, true));
+                    }
+                }
+            }
+            let (b, missing_left) = best_rule?;
+            // Bins empty in this node between the left child's last bin and the
+            // right child's first are split half and half, as CART puts its
+            // threshold midway between observed values.
+            let b = match (b + 1..n_bins).find(|&nb| occupied(nb)) {
+                Some(next) => (b + next) / 2,
+                None => b,
+            };
+            // With no missing values in the node, they follow the larger child at prediction.
+            let missing_left = if has_missing {
+                missing_left
+            } else {
+                let nl = child_size(scan.best_left.as_ref(), criterion);
+                nl >= child_size(total, criterion) - nl
+            };
+            scan.finish(SplitRule::Threshold { bin: b as u16, missing_left }, total)
+        }
     }
 }
 
