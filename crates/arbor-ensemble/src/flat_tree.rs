@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use arbor_kernels::FlatNode;
+use arbor_kernels::{FlatNode, TreeNodes};
 use rayon::prelude::*;
 
 use crate::tree::{Node, SplitTest, Tree};
@@ -15,7 +15,10 @@ pub(crate) struct FlatTree {
     pub nodes: Vec<FlatNode>,
     /// Longest root-to-leaf path.
     pub depth: usize,
-    /// The tests of [`FlatNode::SPECIAL`] splits (categories, zero as missing).
+    /// The words of the [`FlatNode::CATEGORIES`] splits' sets, after an
+    /// unused word 0; empty when the tree has none.
+    pub sets: Vec<u64>,
+    /// The tests of [`FlatNode::SPECIAL`] splits (LightGBM's zero as missing).
     pub tests: Vec<SplitTest>,
 }
 
@@ -23,7 +26,8 @@ impl FlatTree {
     /// Flattens `tree`.
     pub fn new(tree: &Tree) -> FlatTree {
         let n = tree.nodes.len();
-        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth: tree.shape().depth, tests: Vec::new() };
+        let depth = tree.shape().depth;
+        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth, sets: Vec::new(), tests: Vec::new() };
         // Depth first, left subtree first, each pair of children placed
         // together when their parent is: a path that keeps going left reads
         // consecutive memory, which deep trees that miss the cache need.
@@ -39,6 +43,14 @@ impl FlatTree {
                     stack.push((*left as usize, children));
                     match test {
                         SplitTest::LessOrEqual(t) => FlatNode::split(*feature, *t, *default_left, children),
+                        SplitTest::InCategories(set) => {
+                            if flat.sets.is_empty() {
+                                flat.sets.push(0);
+                            }
+                            let offset = flat.sets.len() as u32;
+                            flat.sets.extend_from_slice(set);
+                            FlatNode::categories(*feature, offset, set.len() as u32, *default_left, children)
+                        }
                         special => {
                             flat.tests.push(special.clone());
                             FlatNode::special(*feature, flat.tests.len() as u32 - 1, *default_left, children)
@@ -48,6 +60,11 @@ impl FlatTree {
             };
         }
         flat
+    }
+
+    /// The tree as the traversal kernel reads it.
+    pub fn view(&self) -> TreeNodes<'_> {
+        TreeNodes { nodes: &self.nodes, depth: self.depth, sets: &self.sets }
     }
 
     /// Does `x` go left at special test `test`?
@@ -111,7 +128,7 @@ mod tests {
                 return;
             }
             let test = match rng.random_range(0..4) {
-                0 if special => SplitTest::InCategories(vec![rng.random()]),
+                0 if special => SplitTest::InCategories((0..rng.random_range(0..3)).map(|_| rng.random()).collect()),
                 1 if special => SplitTest::ZeroAsMissing { threshold: rng.random_range(-2.0..2.0), zero_left: rng.random() },
                 _ => SplitTest::LessOrEqual(rng.random_range(-2.0..2.0)),
             };
@@ -137,7 +154,8 @@ mod tests {
             Just(-0.0),
             Just(1e-36),
             Just(-1.0),
-            (0u8..70).prop_map(f64::from),
+            (0u8..140).prop_map(f64::from),
+            -1.5..0.0f64,
         ]
     }
 
@@ -161,7 +179,7 @@ mod tests {
             let special = |t, x| flat.special(t, x);
             let special = (!flat.tests.is_empty()).then_some(&special);
             let missing = row_major.iter().any(|x| x.is_nan());
-            leaves_block(&flat.nodes, flat.depth, &row_major, 3, missing, special, &mut leaves);
+            leaves_block(flat.view(), &row_major, 3, missing, special, &mut leaves);
             for (row, leaf) in rows.iter().zip(&leaves) {
                 prop_assert_eq!(flat.nodes[*leaf as usize].value() as usize, tree.leaf(|f| row[f]));
             }

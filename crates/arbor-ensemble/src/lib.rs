@@ -41,6 +41,7 @@ mod predict;
 mod summary;
 mod tree;
 mod tree_builder;
+mod tree_columns;
 mod xgboost_json;
 
 pub use boosting::train_boosting;

@@ -6,29 +6,59 @@
 //! 8       4     format version (u32, little endian)
 //! 12      8     payload length in bytes (u64, little endian)
 //! 20      8     XXH3-64 checksum of the payload (u64, little endian)
-//! 28      n     payload: the model, postcard-encoded
+//! 28      n     payload
 //! ```
+//!
+//! The payload of version 2 is a u64 length, the model without its trees
+//! (postcard-encoded, `trees` empty), then the trees in the columnar layout
+//! of [`crate::tree_columns`]. Version 1, whose payload is the whole model
+//! postcard-encoded, is still read.
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
 
+use rayon::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::flat_tree::FlatCache;
 use crate::model::Model;
-use crate::tree::{Node, SplitTest};
+use crate::tree::{Node, SplitTest, Tree};
+use crate::tree_columns;
 use crate::{ArborError, Loss, Result, Task};
 use arbor_quantize::FeatureType;
 
 /// First bytes of every arbor model.
 pub const MAGIC: &[u8; 8] = b"ARBORMDL";
-/// The format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes (it reads this one and version 1).
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 28;
 
 impl Model {
     /// Encodes the model. The same model always gives the same bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let payload = postcard::to_stdvec(self).expect("a model always serializes");
+        // Everything but the trees, which follow in their columnar layout.
+        let rest = Model {
+            task: self.task,
+            algorithm: self.algorithm,
+            label: self.label.clone(),
+            features: self.features.clone(),
+            trees: Vec::new(),
+            voting: self.voting,
+            importance: self.importance.clone(),
+            oob_error: self.oob_error,
+            params: self.params.clone(),
+            training_rows: self.training_rows,
+            skipped_null_labels: self.skipped_null_labels,
+            boosting: self.boosting.clone(),
+            flat: FlatCache::default(),
+        };
+        let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
+        let mut payload = Vec::with_capacity(
+            8 + rest.len() + self.trees.iter().map(|t| 48 + 13 * t.nodes.len() + 8 * t.values.len()).sum::<usize>(),
+        );
+        payload.extend_from_slice(&(rest.len() as u64).to_le_bytes());
+        payload.extend_from_slice(&rest);
+        tree_columns::encode(&self.trees, &mut payload);
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -51,9 +81,9 @@ impl Model {
             }
         })?;
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != FORMAT_VERSION {
+        if version != 1 && version != FORMAT_VERSION {
             return Err(ArborError::Model(format!(
-                "format version {version} is not supported (this build reads version {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads versions 1 to {FORMAT_VERSION})"
             )));
         }
         let payload = &bytes[HEADER_LEN..];
@@ -66,8 +96,21 @@ impl Model {
         if xxh3_64(payload) != checksum {
             return Err(ArborError::Model("corrupt: the payload does not match its checksum".into()));
         }
-        let model: Model =
-            postcard::from_bytes(payload).map_err(|e| ArborError::Model(format!("corrupt payload: {e}")))?;
+        let corrupt = |e: String| ArborError::Model(format!("corrupt payload: {e}"));
+        let model = if version == 1 {
+            postcard::from_bytes(payload).map_err(|e| corrupt(e.to_string()))?
+        } else {
+            let len = payload.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            let (rest, trees) = len
+                .and_then(|len| payload[8..].split_at_checked(usize::try_from(len).ok()?))
+                .ok_or_else(|| corrupt("the model's length runs past the payload".into()))?;
+            let mut model: Model = postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string()))?;
+            if !model.trees.is_empty() {
+                return Err(corrupt("trees inside the model's header".into()));
+            }
+            model.trees = tree_columns::decode(trees).map_err(corrupt)?;
+            model
+        };
         model.validate().map_err(ArborError::Model)?;
         Ok(model)
     }
@@ -117,7 +160,7 @@ impl Model {
             }
         }
         let leaf_width = self.leaf_width();
-        for (t, tree) in self.trees.iter().enumerate() {
+        let check_tree = |(t, tree): (usize, &Tree)| -> std::result::Result<(), String> {
             tree.validate(n_features, leaf_width).map_err(|e| format!("tree {t}: {e}"))?;
             for node in &tree.nodes {
                 if let Node::Split { feature, test, .. } = node {
@@ -131,6 +174,12 @@ impl Model {
                     }
                 }
             }
+            Ok(())
+        };
+        // In parallel, but the error reported is the first tree's, whatever the threads.
+        let errors: Vec<String> = self.trees.par_iter().enumerate().filter_map(|t| check_tree(t).err()).collect();
+        if let Some(first) = errors.into_iter().next() {
+            return Err(first);
         }
         Ok(())
     }

@@ -74,7 +74,7 @@ impl Block<'_> {
         let mut leaves = [0u32; TRAVERSAL_BLOCK];
         for (c, chunk) in self.rows.chunks(TRAVERSAL_BLOCK * self.n_features).enumerate() {
             let leaves = &mut leaves[..chunk.len() / self.n_features];
-            leaves_block(&tree.nodes, tree.depth, chunk, self.n_features, self.missing, special, leaves);
+            leaves_block(tree.view(), chunk, self.n_features, self.missing, special, leaves);
             for (i, &leaf) in leaves.iter().enumerate() {
                 visit(c * TRAVERSAL_BLOCK + i, tree.nodes[leaf as usize].value() as usize);
             }

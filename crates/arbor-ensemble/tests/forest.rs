@@ -86,6 +86,28 @@ fn corrupt_model_bytes_are_errors_not_panics() {
     assert!(Model::from_bytes(&future).unwrap_err().to_string().contains("version 99"));
 }
 
+/// Models written in format 1 (the whole model postcard-encoded) still load,
+/// equal to the model they were written from, and predict the same.
+#[test]
+fn version_1_models_still_load() {
+    let batch = read("cancer_cls_train.parquet", 200);
+    let model = fit(&batch, "n_trees=3");
+    let payload = postcard::to_stdvec(&model).unwrap();
+    let mut v1 = Vec::new();
+    v1.extend_from_slice(arbor_ensemble::MAGIC);
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v1.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
+    v1.extend_from_slice(&payload);
+    let loaded = Model::from_bytes(&v1).unwrap();
+    assert_eq!(loaded, model);
+    assert_eq!(loaded.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+    // written back, it is the current format, and loads again
+    let current = loaded.to_bytes();
+    assert_eq!(u32::from_le_bytes(current[8..12].try_into().unwrap()), arbor_ensemble::FORMAT_VERSION);
+    assert_eq!(Model::from_bytes(&current).unwrap(), model);
+}
+
 /// A table where the label depends only on the category: {a, c} -> 1, {b, d} -> 0.
 /// One-vs-rest splits need two levels; a subset split separates it at the root.
 #[test]

@@ -37,4 +37,4 @@ pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
     SplitRule,
 };
-pub use traversal::{leaves_block, FlatNode, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
+pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};

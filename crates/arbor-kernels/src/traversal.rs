@@ -1,13 +1,16 @@
 //! Batched tree traversal for prediction.
 //!
-//! A tree is flattened into 16-byte [`FlatNode`]s, breadth first, with the
+//! A tree is flattened into 16-byte [`FlatNode`]s, depth first, with the
 //! two children of a node side by side, so a step is one load and a
-//! branch-free `next + goes_right`. Rows go through a tree a block at a time,
-//! every row of the block advancing one level per pass (leaves absorb the
-//! rows that reach them), so the rows' independent chains of loads overlap
-//! instead of waiting on each other; only trees deeper than
-//! [`LEVEL_BY_LEVEL_MAX_DEPTH`] walk row by row. Blocks without missing
-//! values and trees without special splits take leaner monomorphized walks.
+//! `next + goes_right`. Rows go through a tree a block at a time, so their
+//! independent chains of loads overlap instead of waiting on each other:
+//! trees up to [`LEVEL_BY_LEVEL_MAX_DEPTH`] deep advance every row of the
+//! block one level per pass (leaves absorb the rows that reach them); deeper
+//! trees keep a few dozen rows in flight, each walking to its own leaf and
+//! handing its lane to the next row, so a row costs its own depth rather
+//! than the block's deepest. Category sets are tested in the walk itself
+//! (their words beside the nodes), and blocks without missing values or
+//! trees without category or special splits take leaner monomorphized walks.
 
 /// One node of a flattened tree.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,8 +34,12 @@ impl FlatNode {
     /// The test is not `x <= threshold`: the caller's `special` decides, and
     /// `threshold` holds the test's index (as an exact integer).
     pub const SPECIAL: u32 = 1 << 29;
+    /// The test is "the value's integer part is in a set of categories":
+    /// `threshold`'s bits hold where the set's words start in the caller's
+    /// category words (low 32 bits) and how many there are (high 32 bits).
+    pub const CATEGORIES: u32 = 1 << 28;
     /// The bits of `word` that hold the feature index.
-    pub const FEATURE_MASK: u32 = Self::SPECIAL - 1;
+    pub const FEATURE_MASK: u32 = Self::CATEGORIES - 1;
 
     /// A split on `feature` with `x <= threshold` going to `left`, the rest to `left + 1`.
     pub fn split(feature: u32, threshold: f64, default_left: bool, left: u32) -> FlatNode {
@@ -44,6 +51,15 @@ impl FlatNode {
     pub fn special(feature: u32, test: u32, default_left: bool, left: u32) -> FlatNode {
         let flag = if default_left { Self::DEFAULT_LEFT } else { 0 };
         FlatNode { threshold: f64::from(test), word: feature | flag | Self::SPECIAL, next: left }
+    }
+
+    /// A split sending `x` left when bit `x` (the value's integer part) of
+    /// the set is on: the set is `words` words from `offset` in the caller's
+    /// category words. Values below 0 or past the set go right.
+    pub fn categories(feature: u32, offset: u32, words: u32, default_left: bool, left: u32) -> FlatNode {
+        let flag = if default_left { Self::DEFAULT_LEFT } else { 0 };
+        let threshold = f64::from_bits(u64::from(offset) | u64::from(words) << 32);
+        FlatNode { threshold, word: feature | flag | Self::CATEGORIES, next: left }
     }
 
     /// A leaf at `index` whose output starts at `value` in the caller's
@@ -65,9 +81,17 @@ impl FlatNode {
     const LEAF_NAN: u64 = 0x7FF8_0000_0000_0000;
 
     /// The node a row with value `x` moves to (itself for a leaf). `MISSING`:
-    /// `x` may be NaN; `SPECIAL`: the node may be a special split.
+    /// `x` may be NaN; `CATEGORIES`: the node may test a category set (its
+    /// words in `sets`, whose word 0 is unused); `SPECIAL`: the node may be a
+    /// special split. Numeric and category tests are both computed and one
+    /// is picked, so mixing them costs no mispredicted branch.
     #[inline(always)]
-    fn step<const MISSING: bool, const SPECIAL: bool>(self, x: f64, special: &impl Fn(u32, f64) -> bool) -> u32 {
+    fn step<const MISSING: bool, const CATEGORIES: bool, const SPECIAL: bool>(
+        self,
+        x: f64,
+        sets: &[u64],
+        special: &impl Fn(u32, f64) -> bool,
+    ) -> u32 {
         let default_right = self.word & Self::DEFAULT_LEFT == 0;
         let goes_right = if SPECIAL && self.word & Self::SPECIAL != 0 {
             if x.is_nan() {
@@ -75,32 +99,59 @@ impl FlatNode {
             } else {
                 !special(self.threshold as u32, x)
             }
-        } else if MISSING {
-            // NaN compares false: it goes right only when the default is right.
-            (x > self.threshold) | (x.is_nan() & default_right)
         } else {
-            x > self.threshold
+            let right = if CATEGORIES && self.word & Self::CATEGORIES != 0 {
+                let packed = self.threshold.to_bits();
+                // Truncates toward zero like the tree's own test (NaN gives 0,
+                // and is dealt with below).
+                let code = x as i64;
+                let word = (code as u64) >> 6;
+                let inside = code >= 0 && word < packed >> 32;
+                !(inside && sets[packed as u32 as usize + word as usize] >> (code & 63) & 1 == 1)
+            } else {
+                // NaN compares false: it goes right only when the default is right.
+                x > self.threshold
+            };
+            if MISSING {
+                let nan = x.is_nan();
+                (right & !nan) | (nan & default_right)
+            } else {
+                right
+            }
         };
         self.next + goes_right as u32
     }
 }
 
-/// Deepest tree traversed level by level; deeper trees walk row by row.
-pub const LEVEL_BY_LEVEL_MAX_DEPTH: usize = 64;
+/// Deepest tree traversed level by level; deeper trees walk in lanes. On
+/// the flights models, lanes beat level by level past this depth (forest
+/// trees about 40 deep) and lose to it on boosting's depth-6 trees.
+pub const LEVEL_BY_LEVEL_MAX_DEPTH: usize = 16;
 /// Rows that go through a tree together.
-pub const TRAVERSAL_BLOCK: usize = 64;
+pub const TRAVERSAL_BLOCK: usize = 256;
 /// Past this depth, the level-by-level walk stops as soon as every row of the
 /// block sits on a leaf (checked every few levels).
 const EARLY_EXIT_DEPTH: usize = 8;
 
+/// A flattened tree as the walk reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct TreeNodes<'a> {
+    /// The nodes; node 0 is the root.
+    pub nodes: &'a [FlatNode],
+    /// The longest root-to-leaf path.
+    pub depth: usize,
+    /// The words of the [`FlatNode::CATEGORIES`] tests' sets, after an unused
+    /// word 0; empty when the tree has none.
+    pub sets: &'a [u64],
+}
+
 /// The leaf reached by each row of a block: `rows` holds `n_features` values
 /// per row (row-major, NaN for missing); `leaves` gets one node index per row.
-/// `depth` is the tree's longest root-to-leaf path. `missing`: some value may
-/// be NaN (false allows a faster walk). `special(test, x)` decides the
-/// [`FlatNode::SPECIAL`] splits; `None` when the tree has none.
+/// `missing`: some value may be NaN (false allows a faster walk).
+/// `special(test, x)` decides the [`FlatNode::SPECIAL`] splits; `None` when
+/// the tree has none.
 pub fn leaves_block<S: Fn(u32, f64) -> bool>(
-    nodes: &[FlatNode],
-    depth: usize,
+    tree: TreeNodes<'_>,
     rows: &[f64],
     n_features: usize,
     missing: bool,
@@ -108,51 +159,60 @@ pub fn leaves_block<S: Fn(u32, f64) -> bool>(
     leaves: &mut [u32],
 ) {
     debug_assert_eq!(rows.len(), leaves.len() * n_features);
+    debug_assert!(tree.sets.is_empty() || tree.sets[0] == 0, "word 0 of the sets is unused");
     let none = |_: u32, _: f64| -> bool { unreachable!("the tree has no special splits") };
-    match (missing, special) {
-        (false, None) => {
-            crate::dispatch::run(Walk::<false, false, _> { nodes, depth, rows, n_features, special: &none, leaves })
-        }
-        (true, None) => {
-            crate::dispatch::run(Walk::<true, false, _> { nodes, depth, rows, n_features, special: &none, leaves })
-        }
-        (_, Some(special)) => {
-            crate::dispatch::run(Walk::<true, true, _> { nodes, depth, rows, n_features, special, leaves })
-        }
+    macro_rules! walk {
+        ($missing:literal, $categories:literal, $special:literal, $test:expr) => {
+            crate::dispatch::run(Walk::<$missing, $categories, $special, _> {
+                tree,
+                rows,
+                n_features,
+                special: $test,
+                leaves,
+            })
+        };
+    }
+    match (missing, !tree.sets.is_empty(), special) {
+        (false, false, None) => walk!(false, false, false, &none),
+        (true, false, None) => walk!(true, false, false, &none),
+        (false, true, None) => walk!(false, true, false, &none),
+        (true, true, None) => walk!(true, true, false, &none),
+        (_, _, Some(special)) => walk!(true, true, true, special),
     }
 }
 
 /// One block's walk through one tree, as a kernel of the dispatch seam.
-struct Walk<'a, const MISSING: bool, const SPECIAL: bool, S> {
-    nodes: &'a [FlatNode],
-    depth: usize,
+struct Walk<'a, const MISSING: bool, const CATEGORIES: bool, const SPECIAL: bool, S> {
+    tree: TreeNodes<'a>,
     rows: &'a [f64],
     n_features: usize,
     special: &'a S,
     leaves: &'a mut [u32],
 }
 
-impl<const MISSING: bool, const SPECIAL: bool, S: Fn(u32, f64) -> bool> pulp::WithSimd
-    for Walk<'_, MISSING, SPECIAL, S>
+impl<const MISSING: bool, const CATEGORIES: bool, const SPECIAL: bool, S: Fn(u32, f64) -> bool> pulp::WithSimd
+    for Walk<'_, MISSING, CATEGORIES, SPECIAL, S>
 {
     type Output = ();
 
     #[inline(always)]
     fn with_simd<Sd: pulp::Simd>(self, _simd: Sd) {
-        let Walk { nodes, depth, rows, n_features, special, leaves } = self;
-        walk::<MISSING, SPECIAL>(nodes, depth, rows, n_features, special, leaves);
+        let Walk { tree, rows, n_features, special, leaves } = self;
+        walk::<MISSING, CATEGORIES, SPECIAL>(tree, rows, n_features, special, leaves);
     }
 }
 
 #[inline(always)]
-fn walk<const MISSING: bool, const SPECIAL: bool>(
-    nodes: &[FlatNode],
-    depth: usize,
+fn walk<const MISSING: bool, const CATEGORIES: bool, const SPECIAL: bool>(
+    tree: TreeNodes<'_>,
     rows: &[f64],
     n_features: usize,
     special: &impl Fn(u32, f64) -> bool,
     leaves: &mut [u32],
 ) {
+    let TreeNodes { nodes, depth, sets } = tree;
+    // With no category sets, `sets` is never read: CATEGORIES is false.
+    let step = |node: FlatNode, x: f64| node.step::<MISSING, CATEGORIES, SPECIAL>(x, sets, special);
     let value = |row: usize, node: FlatNode| rows[row * n_features + (node.word & FlatNode::FEATURE_MASK) as usize];
     if depth <= LEVEL_BY_LEVEL_MAX_DEPTH {
         // Every row advances one level per pass: the rows' loads overlap.
@@ -160,7 +220,7 @@ fn walk<const MISSING: bool, const SPECIAL: bool>(
         for level in 0..depth {
             for (row, pos) in leaves.iter_mut().enumerate() {
                 let node = nodes[*pos as usize];
-                *pos = node.step::<MISSING, SPECIAL>(value(row, node), special);
+                *pos = step(node, value(row, node));
             }
             if level >= EARLY_EXIT_DEPTH
                 && level % 4 == 0
@@ -170,17 +230,45 @@ fn walk<const MISSING: bool, const SPECIAL: bool>(
             }
         }
     } else {
-        for (row, pos) in leaves.iter_mut().enumerate() {
-            let mut node = nodes[0];
-            let mut at = 0;
-            while node.word & FlatNode::LEAF == 0 {
-                at = node.step::<MISSING, SPECIAL>(value(row, node), special);
-                node = nodes[at as usize];
+        // Deep trees: LANES rows walk side by side, each to its own leaf, and
+        // a lane that lands on a leaf takes the next row at once, so each row
+        // costs its own depth (not the block's deepest) while the lanes'
+        // independent loads still overlap.
+        let n = leaves.len();
+        let mut row_of = [0usize; LANES];
+        let mut at = [0u32; LANES];
+        let mut active = n.min(LANES);
+        for (lane, row) in row_of.iter_mut().enumerate().take(active) {
+            *row = lane;
+        }
+        let mut next_row = active;
+        while active > 0 {
+            let mut lane = 0;
+            while lane < active {
+                let node = nodes[at[lane] as usize];
+                if node.word & FlatNode::LEAF != 0 {
+                    leaves[row_of[lane]] = at[lane];
+                    if next_row < n {
+                        row_of[lane] = next_row;
+                        at[lane] = 0;
+                        next_row += 1;
+                    } else {
+                        active -= 1;
+                        row_of[lane] = row_of[active];
+                        at[lane] = at[active];
+                        continue;
+                    }
+                } else {
+                    at[lane] = step(node, value(row_of[lane], node));
+                }
+                lane += 1;
             }
-            *pos = at;
         }
     }
 }
+
+/// Rows in flight at once in the walk of deep trees.
+const LANES: usize = 32;
 
 #[cfg(test)]
 mod tests {
@@ -201,19 +289,21 @@ mod tests {
     fn both_walks_reach_the_same_leaves() {
         let rows = [0.0, 0.0, 0.0, 9.0, 2.0, 0.0, f64::NAN, 0.0, 0.5, f64::NAN, 1.0, 5.0];
         let none: Option<&fn(u32, f64) -> bool> = None;
+        let nodes = tree();
+        let at_depth = |depth| TreeNodes { nodes: &nodes, depth, sets: &[] };
         let mut shallow = [0u32; 6];
-        leaves_block(&tree(), 2, &rows, 2, true, none, &mut shallow);
+        leaves_block(at_depth(2), &rows, 2, true, none, &mut shallow);
         assert_eq!(shallow, [3, 4, 2, 2, 3, 3]);
         let values: Vec<u32> = shallow.iter().map(|&l| tree()[l as usize].value()).collect();
         assert_eq!(values, [30, u32::MAX, 20, 20, 30, 30]);
         // the same tree walked row by row
         let mut deep = [0u32; 6];
-        leaves_block(&tree(), LEVEL_BY_LEVEL_MAX_DEPTH + 1, &rows, 2, true, none, &mut deep);
+        leaves_block(at_depth(LEVEL_BY_LEVEL_MAX_DEPTH + 1), &rows, 2, true, none, &mut deep);
         assert_eq!(deep, shallow);
         // without missing values, the fast walk agrees
         let dense = [0.0, 0.0, 0.0, 9.0, 2.0, 0.0];
         let mut fast = [0u32; 3];
-        leaves_block(&tree(), 2, &dense, 2, false, none, &mut fast);
+        leaves_block(at_depth(2), &dense, 2, false, none, &mut fast);
         assert_eq!(fast, [3, 4, 2]);
     }
 
@@ -225,7 +315,24 @@ mod tests {
             x as i64 % 2 == 1
         };
         let mut leaves = [0u32; 3];
-        leaves_block(&nodes, 1, &[3.0, 4.0, f64::NAN], 1, true, Some(&odd), &mut leaves);
+        let tree = TreeNodes { nodes: &nodes, depth: 1, sets: &[] };
+        leaves_block(tree, &[3.0, 4.0, f64::NAN], 1, true, Some(&odd), &mut leaves);
         assert_eq!(leaves, [1, 2, 1]);
+    }
+
+    #[test]
+    fn category_sets_send_their_members_left() {
+        // categories 1, 64 and 65 go left; NaN goes left by default
+        let sets = [0, 1 << 1, 0b11];
+        let nodes = vec![FlatNode::categories(0, 1, 2, true, 1), FlatNode::leaf(1, 0), FlatNode::leaf(2, 1)];
+        let rows = [1.0, 1.9, 2.0, 64.0, 65.5, 66.0, 128.0, -0.5, -1.0, f64::NAN, 1e300, -1e300];
+        let left = [true, true, false, true, true, false, false, false, false, true, false, false];
+        let none: Option<&fn(u32, f64) -> bool> = None;
+        for depth in [1, LEVEL_BY_LEVEL_MAX_DEPTH + 1] {
+            let mut leaves = [0u32; 12];
+            leaves_block(TreeNodes { nodes: &nodes, depth, sets: &sets }, &rows, 1, true, none, &mut leaves);
+            let went_left: Vec<bool> = leaves.iter().map(|&l| l == 1).collect();
+            assert_eq!(went_left, left, "depth {depth}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
     best_split, build_histogram, build_row_histograms, leaves_block, partition_rows, Criterion, FlatNode, RowBins,
-    SplitConstraints, Target,
+    SplitConstraints, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
@@ -114,15 +114,19 @@ proptest! {
 
     #[test]
     fn traversals_match_scalar(
-        thresholds in proptest::collection::vec((0u32..3, -2.0..2.0f64, any::<bool>()), 1..60),
+        thresholds in proptest::collection::vec((0u32..3, -2.0..2.0f64, any::<bool>(), any::<bool>()), 1..60),
+        set: u64,
+        row_by_row: bool,
         rows in proptest::collection::vec(
-            proptest::collection::vec(prop_oneof![-3.0..3.0f64, Just(f64::NAN)], 3), 1..150),
+            proptest::collection::vec(prop_oneof![-3.0..3.0f64, 0.0..70.0, Just(f64::NAN)], 3), 1..150),
     ) {
         // A complete tree: node i's children are 2i+1 and 2i+2, leaves past the splits.
         let n_splits = thresholds.len();
         let mut nodes: Vec<FlatNode> = thresholds
             .iter()
-            .map(|&(f, t, left)| FlatNode::split(f, t, left, 0))
+            .map(|&(f, t, left, categories)| {
+                if categories { FlatNode::categories(f, 1, 1, left, 0) } else { FlatNode::split(f, t, left, 0) }
+            })
             .collect();
         for (i, node) in nodes.iter_mut().enumerate() {
             node.next = 2 * i as u32 + 1;
@@ -130,12 +134,15 @@ proptest! {
         let n_nodes = 2 * n_splits + 1;
         nodes.extend((n_splits..n_nodes).map(|i| FlatNode::leaf(i as u32, i as u32 * 2)));
         let depth = (usize::BITS - n_nodes.leading_zeros()) as usize;
+        // past this depth the walk goes row by row
+        let depth = if row_by_row { LEVEL_BY_LEVEL_MAX_DEPTH + 1 } else { depth };
+        let sets = [0, set];
         let flat: Vec<f64> = rows.iter().flatten().copied().collect();
         let missing = flat.iter().any(|x| x.is_nan());
         let none: Option<&fn(u32, f64) -> bool> = None;
         same_at_every_level(|| {
             let mut leaves = vec![0u32; rows.len()];
-            leaves_block(&nodes, depth, &flat, 3, missing, none, &mut leaves);
+            leaves_block(TreeNodes { nodes: &nodes, depth, sets: &sets }, &flat, 3, missing, none, &mut leaves);
             leaves
         })?;
     }
