@@ -15,9 +15,9 @@ pub(crate) struct FlatTree {
     pub nodes: Vec<FlatNode>,
     /// Longest root-to-leaf path.
     pub depth: usize,
-    /// The words of the [`FlatNode::CATEGORIES`] splits' sets, after an
-    /// unused word 0; empty when the tree has none.
-    pub sets: Vec<u64>,
+    /// The words of the [`FlatNode::CATEGORIES`] splits' sets; `None` when
+    /// the tree has no such split.
+    pub sets: Option<Vec<u64>>,
     /// The tests of [`FlatNode::SPECIAL`] splits (LightGBM's zero as missing).
     pub tests: Vec<SplitTest>,
 }
@@ -27,7 +27,7 @@ impl FlatTree {
     pub fn new(tree: &Tree) -> FlatTree {
         let n = tree.nodes.len();
         let depth = tree.shape().depth;
-        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth, sets: Vec::new(), tests: Vec::new() };
+        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth, sets: None, tests: Vec::new() };
         // Depth first, left subtree first, each pair of children placed
         // together when their parent is: a path that keeps going left reads
         // consecutive memory, which deep trees that miss the cache need.
@@ -44,11 +44,9 @@ impl FlatTree {
                     match test {
                         SplitTest::LessOrEqual(t) => FlatNode::split(*feature, *t, *default_left, children),
                         SplitTest::InCategories(set) => {
-                            if flat.sets.is_empty() {
-                                flat.sets.push(0);
-                            }
-                            let offset = flat.sets.len() as u32;
-                            flat.sets.extend_from_slice(set);
+                            let sets = flat.sets.get_or_insert_with(Vec::new);
+                            let offset = sets.len() as u32;
+                            sets.extend_from_slice(set);
                             FlatNode::categories(*feature, offset, set.len() as u32, *default_left, children)
                         }
                         special => {
@@ -64,7 +62,7 @@ impl FlatTree {
 
     /// The tree as the traversal kernel reads it.
     pub fn view(&self) -> TreeNodes<'_> {
-        TreeNodes { nodes: &self.nodes, depth: self.depth, sets: &self.sets }
+        TreeNodes { nodes: &self.nodes, depth: self.depth, sets: self.sets.as_deref() }
     }
 
     /// Does `x` go left at special test `test`?

@@ -53,18 +53,18 @@ impl Model {
             flat: FlatCache::default(),
         };
         let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
-        let mut payload = Vec::with_capacity(
-            8 + rest.len() + self.trees.iter().map(|t| 48 + 13 * t.nodes.len() + 8 * t.values.len()).sum::<usize>(),
-        );
-        payload.extend_from_slice(&(rest.len() as u64).to_le_bytes());
-        payload.extend_from_slice(&rest);
-        tree_columns::encode(&self.trees, &mut payload);
-        let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+        // The payload is written in place after the header, whose length and
+        // checksum are filled in last: no second copy of a large forest.
+        let mut out = Vec::with_capacity(HEADER_LEN + 8 + rest.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        out.extend_from_slice(&xxh3_64(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
+        out.resize(HEADER_LEN, 0);
+        out.extend_from_slice(&(rest.len() as u64).to_le_bytes());
+        out.extend_from_slice(&rest);
+        tree_columns::encode(&self.trees, &mut out);
+        let (header, payload) = out.split_at_mut(HEADER_LEN);
+        header[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        header[20..28].copy_from_slice(&xxh3_64(payload).to_le_bytes());
         out
     }
 
@@ -177,11 +177,10 @@ impl Model {
             Ok(())
         };
         // In parallel, but the error reported is the first tree's, whatever the threads.
-        let errors: Vec<String> = self.trees.par_iter().enumerate().filter_map(|t| check_tree(t).err()).collect();
-        if let Some(first) = errors.into_iter().next() {
-            return Err(first);
+        match self.trees.par_iter().enumerate().find_map_first(|t| check_tree(t).err()) {
+            Some(first) => Err(first),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

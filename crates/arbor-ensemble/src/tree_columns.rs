@@ -40,6 +40,7 @@ const KNOWN: u8 = SPLIT | DEFAULT_LEFT | CATEGORIES | ZERO_AS_MISSING | ZERO_LEF
 /// Appends the encoding of `trees` to `out`.
 pub(crate) fn encode(trees: &[Tree], out: &mut Vec<u8>) {
     let sections: Vec<Vec<u8>> = trees.par_iter().map(encode_tree).collect();
+    out.reserve(8 + sections.iter().map(|s| 8 + s.len()).sum::<usize>());
     out.extend_from_slice(&(trees.len() as u64).to_le_bytes());
     for section in sections {
         out.extend_from_slice(&(section.len() as u64).to_le_bytes());
@@ -114,8 +115,11 @@ fn encode_tree(tree: &Tree) -> Vec<u8> {
 
 fn decode_tree(section: &[u8]) -> Result<Tree, String> {
     let mut reader = Reader(section);
-    let [n, n_thresholds, n_sets, n_set_words, n_values] = [(); 5].map(|_| reader.u32().map(|c| c as usize));
-    let (n, n_thresholds, n_sets, n_set_words, n_values) = (n?, n_thresholds?, n_sets?, n_set_words?, n_values?);
+    let mut counts = [0usize; 5];
+    for count in &mut counts {
+        *count = reader.u32()? as usize;
+    }
+    let [n, n_thresholds, n_sets, n_set_words, n_values] = counts;
     let flags = reader.take(n)?;
     let n_splits = flags.iter().filter(|&&f| f & SPLIT != 0).count();
     let mut words = u32s(reader.array(n, 4)?);

@@ -125,7 +125,7 @@ proptest! {
         let mut nodes: Vec<FlatNode> = thresholds
             .iter()
             .map(|&(f, t, left, categories)| {
-                if categories { FlatNode::categories(f, 1, 1, left, 0) } else { FlatNode::split(f, t, left, 0) }
+                if categories { FlatNode::categories(f, 0, 1, left, 0) } else { FlatNode::split(f, t, left, 0) }
             })
             .collect();
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -136,13 +136,13 @@ proptest! {
         let depth = (usize::BITS - n_nodes.leading_zeros()) as usize;
         // past this depth the walk goes row by row
         let depth = if row_by_row { LEVEL_BY_LEVEL_MAX_DEPTH + 1 } else { depth };
-        let sets = [0, set];
+        let sets = [set];
         let flat: Vec<f64> = rows.iter().flatten().copied().collect();
         let missing = flat.iter().any(|x| x.is_nan());
         let none: Option<&fn(u32, f64) -> bool> = None;
         same_at_every_level(|| {
             let mut leaves = vec![0u32; rows.len()];
-            leaves_block(TreeNodes { nodes: &nodes, depth, sets: &sets }, &flat, 3, missing, none, &mut leaves);
+            leaves_block(TreeNodes { nodes: &nodes, depth, sets: Some(&sets) }, &flat, 3, missing, none, &mut leaves);
             leaves
         })?;
     }
