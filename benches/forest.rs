@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use arbor::ensemble::{train, Model, TrainParams, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
-use arbor::kernels::{build_histogram, build_row_histograms, RowBins, Target};
+use arbor::kernels::{build_histogram, build_row_histograms, RowBins, RowStats, Target};
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -34,7 +34,10 @@ fn training_data(batch: &RecordBatch) -> TrainingData {
 /// feature cells, so criterion's "elem/s" inverts to ns per cell:
 /// - `classes/<level>`, `gradients/<level>`: column-wise, one feature
 ///   (`dep_delay`) at a time, as random forests build them;
-/// - `rows/<level>`: row-wise, every feature at once, as boosting builds them.
+/// - `rows/<level>`: row-wise, every feature at once, as boosting builds them;
+/// - `*_deep/<level>`: the same over a node deep in a tree, an irregular
+///   sixteenth of the rows, where each row's values are a cache miss unless
+///   the kernel prefetches them.
 fn histogram(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
@@ -46,43 +49,46 @@ fn histogram(c: &mut Criterion) {
     let n = matrix.n_rows();
     let n_features = matrix.n_features();
     let rows: Vec<u32> = (0..n as u32).collect();
+    let deep: Vec<u32> = rows.iter().copied().filter(|r| r.wrapping_mul(2_654_435_761) >> 28 == 0).collect();
     let ones = vec![1.0; n];
     let grad: Vec<f64> = labels.iter().map(|&l| 0.3 - f64::from(l)).collect();
     let hess = vec![0.21; n];
     let classes = Target::Classes { labels: &labels, n_classes: 2 };
     let gradients = Target::Gradients { grad: &grad, hess: &hess };
     let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
-    let stats: Vec<[f64; 3]> = (0..n).map(|r| [1.0, grad[r], hess[r]]).collect();
+    let stats: Vec<RowStats> = (0..n).map(|r| [1.0, grad[r], hess[r], 0.0]).collect();
     let f = data.features.iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
 
     let mut group = c.benchmark_group("histogram");
     for level in Level::available() {
-        group.throughput(Throughput::Elements(n as u64));
-        for (name, target) in [("classes", &classes), ("gradients", &gradients)] {
-            let mut hist = vec![0.0; matrix.mapper(f).n_bins() * target.stride()];
-            group.bench_function(BenchmarkId::new(name, level), |b| {
+        for (node, node_rows) in [("", &rows), ("_deep", &deep)] {
+            group.throughput(Throughput::Elements(node_rows.len() as u64));
+            for (name, target) in [("classes", &classes), ("gradients", &gradients)] {
+                let mut hist = vec![0.0; matrix.mapper(f).n_bins() * target.stride()];
+                group.bench_function(BenchmarkId::new(format!("{name}{node}"), level), |b| {
+                    b.iter(|| {
+                        with_level(level, || {
+                            hist.fill(0.0);
+                            build_histogram(matrix.column(f), node_rows, &ones, &ones, target, &mut hist);
+                        })
+                        .unwrap();
+                        black_box(&hist);
+                    })
+                });
+            }
+            group.throughput(Throughput::Elements((node_rows.len() * n_features) as u64));
+            let mut hist = vec![0.0; row_bins.offsets()[n_features] as usize * 3];
+            group.bench_function(BenchmarkId::new(format!("rows{node}"), level), |b| {
                 b.iter(|| {
                     with_level(level, || {
                         hist.fill(0.0);
-                        build_histogram(matrix.column(f), &rows, &ones, &ones, target, &mut hist);
+                        build_row_histograms(&row_bins, node_rows, &stats, 0..n_features, &mut hist);
                     })
                     .unwrap();
                     black_box(&hist);
                 })
             });
         }
-        group.throughput(Throughput::Elements((n * n_features) as u64));
-        let mut hist = vec![0.0; row_bins.offsets()[n_features] as usize * 3];
-        group.bench_function(BenchmarkId::new("rows", level), |b| {
-            b.iter(|| {
-                with_level(level, || {
-                    hist.fill(0.0);
-                    build_row_histograms(&row_bins, &rows, &stats, 0..n_features, &mut hist);
-                })
-                .unwrap();
-                black_box(&hist);
-            })
-        });
     }
     group.finish();
 }

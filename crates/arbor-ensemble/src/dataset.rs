@@ -1,8 +1,9 @@
 //! Training data read from Arrow: label, features and weights, checked once.
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
-use arrow::compute::{cast, concat, filter, is_not_null, lexsort_to_indices, take, SortColumn};
+use arrow::compute::{cast, concat, filter, is_not_null, take, LexicographicalComparator, SortColumn};
 use arrow::datatypes::{DataType, Float64Type, Schema};
+use rayon::prelude::*;
 
 use arbor_quantize::{FeatureColumn, FeatureType, QuantizeError};
 
@@ -166,16 +167,13 @@ impl TrainingData {
             Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
         let weights = weights.map(|w| gather(&w, &input_row));
-        let sorted = feature_values
-            .iter()
-            .map(|v| take(v.as_ref(), &order, None))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let mut specs = Vec::with_capacity(features.len());
-        let mut columns = Vec::with_capacity(features.len());
-        for (f, values) in features.iter().zip(sorted) {
-            specs.push(FeatureSpec { name: f.name.clone(), data_type: type_of(f) });
-            columns.push(FeatureColumn::from_arrays(&f.name, &[values])?);
-        }
+        // Each feature is reordered and read on its own thread.
+        let columns = features
+            .par_iter()
+            .zip(&feature_values)
+            .map(|(f, values)| Ok(FeatureColumn::from_arrays(&f.name, &[take(values.as_ref(), &order, None)?])?))
+            .collect::<Result<Vec<_>>>()?;
+        let specs = features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
         Ok(TrainingData {
             task,
             label: label_info,
@@ -222,10 +220,16 @@ fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
 /// The canonical row order: rows sorted by every column in turn, given as
 /// each sorted row's input position. Rows that compare equal are identical,
 /// so the order of the data it yields does not depend on the input order.
+/// The sort runs in parallel; equal rows keep their input order, so the
+/// result is one total order whatever the thread count.
 fn canonical_order(columns: &[ArrayRef]) -> Result<Vec<u32>> {
     let keys: Vec<SortColumn> =
         columns.iter().map(|values| SortColumn { values: values.clone(), options: None }).collect();
-    Ok(lexsort_to_indices(&keys, None)?.values().to_vec())
+    let compare = LexicographicalComparator::try_new(&keys)?;
+    let n = columns.first().map_or(0, |c| c.len());
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| compare.compare(a as usize, b as usize).then(a.cmp(&b)));
+    Ok(order)
 }
 
 fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {

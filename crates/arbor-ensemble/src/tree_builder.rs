@@ -10,8 +10,8 @@
 
 use arbor_kernels::{
     best_split, build_histogram, build_row_histograms, child_size, count_weight, occupied_bins, partition_rows,
-    random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, SplitCandidate, SplitConstraints,
-    SplitRule, Target,
+    random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, RowStats, SplitCandidate,
+    SplitConstraints, SplitRule, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -136,7 +136,7 @@ impl Layout {
 struct RowWise<'a> {
     bins: &'a RowBins,
     /// Indexed by row id; zero for rows outside the tree.
-    stats: Vec<[f64; 3]>,
+    stats: Vec<RowStats>,
 }
 
 /// A node waiting to be split, with what its split search found.
@@ -195,7 +195,7 @@ pub(crate) fn grow_tree(
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
     // Row-wise histograms need three-value statistics: `row_stats` is None for classes.
     let rowwise = row_bins.filter(|_| all_features).and_then(|bins| {
-        let mut stats = vec![[0.0; 3]; matrix.n_rows()];
+        let mut stats = vec![[0.0; 4]; matrix.n_rows()];
         for &r in &rows {
             stats[r as usize] = target.row_stats(r as usize, weights, counts)?;
         }

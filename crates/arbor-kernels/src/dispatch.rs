@@ -187,6 +187,19 @@ pub fn run<K: pulp::WithSimd>(kernel: K) -> K::Output {
     }
 }
 
+/// Asks the CPU to bring the cache line holding `p` into cache ahead of use,
+/// for kernels whose rows are scattered over memory. Only a hint: it never
+/// reads through `p`, so any address is fine; a no-op where unsupported.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(sse) = pulp::core_arch::x86::Sse::try_new() {
+        sse._mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

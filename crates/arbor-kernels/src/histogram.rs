@@ -50,15 +50,15 @@ impl Target<'_> {
         }
     }
 
-    /// Row `r`'s statistics as one three-value bin, as [`Target::add_row`]
-    /// would add them, for [`crate::build_row_histograms`]; `None` for
-    /// classes, whose bins are wider.
+    /// Row `r`'s statistics as one three-value bin (padded to four), as
+    /// [`Target::add_row`] would add them, for [`crate::build_row_histograms`];
+    /// `None` for classes, whose bins are wider.
     #[inline]
-    pub fn row_stats(&self, r: usize, weights: &[f64], counts: &[f64]) -> Option<[f64; 3]> {
+    pub fn row_stats(&self, r: usize, weights: &[f64], counts: &[f64]) -> Option<crate::RowStats> {
         match *self {
             Target::Classes { .. } => None,
-            Target::Values { y } => Some([counts[r], weights[r], weights[r] * y[r]]),
-            Target::Gradients { grad, hess } => Some([counts[r], grad[r], hess[r]]),
+            Target::Values { y } => Some([counts[r], weights[r], weights[r] * y[r], 0.0]),
+            Target::Gradients { grad, hess } => Some([counts[r], grad[r], hess[r], 0.0]),
         }
     }
 
@@ -175,6 +175,9 @@ impl CompactHistogram {
     }
 }
 
+/// How many rows ahead [`accumulate`] prefetches a row's bin and statistics.
+const PREFETCH_ROWS: usize = 16;
+
 #[inline(always)]
 fn accumulate<B: Copy + Into<usize>>(
     bins: &[B],
@@ -184,10 +187,35 @@ fn accumulate<B: Copy + Into<usize>>(
     target: &Target<'_>,
     hist: &mut [f64],
 ) {
+    // Rows deep in a tree are scattered over per-row arrays larger than the
+    // cache: ask for a later row's values while this one's are added.
+    let prefetch = |i: usize| {
+        if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
+            let ahead = ahead as usize;
+            use crate::dispatch::prefetch as p;
+            p(bins.as_ptr().wrapping_add(ahead));
+            p(counts.as_ptr().wrapping_add(ahead));
+            match *target {
+                Target::Classes { labels, .. } => {
+                    p(labels.as_ptr().wrapping_add(ahead));
+                    p(weights.as_ptr().wrapping_add(ahead));
+                }
+                Target::Values { y } => {
+                    p(y.as_ptr().wrapping_add(ahead));
+                    p(weights.as_ptr().wrapping_add(ahead));
+                }
+                Target::Gradients { grad, hess } => {
+                    p(grad.as_ptr().wrapping_add(ahead));
+                    p(hess.as_ptr().wrapping_add(ahead));
+                }
+            }
+        }
+    };
     match *target {
         Target::Classes { labels, n_classes } => {
             let stride = n_classes + 1;
-            for &r in rows {
+            for (i, &r) in rows.iter().enumerate() {
+                prefetch(i);
                 let r = r as usize;
                 let base = bins[r].into() * stride;
                 hist[base + labels[r] as usize] += weights[r];
@@ -195,7 +223,8 @@ fn accumulate<B: Copy + Into<usize>>(
             }
         }
         Target::Values { y } => {
-            for &r in rows {
+            for (i, &r) in rows.iter().enumerate() {
+                prefetch(i);
                 let r = r as usize;
                 let base = bins[r].into() * 3;
                 let w = weights[r];
@@ -205,7 +234,8 @@ fn accumulate<B: Copy + Into<usize>>(
             }
         }
         Target::Gradients { grad, hess } => {
-            for &r in rows {
+            for (i, &r) in rows.iter().enumerate() {
+                prefetch(i);
                 let r = r as usize;
                 let base = bins[r].into() * 3;
                 hist[base] += counts[r];

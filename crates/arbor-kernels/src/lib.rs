@@ -32,7 +32,7 @@ mod traversal;
 pub use histogram::{build_histogram, CompactHistogram, Target};
 pub use partition::partition_rows;
 pub use random_split::{random_split, NodeRows, RandomSplit};
-pub use row_histogram::{build_row_histograms, RowBins};
+pub use row_histogram::{build_row_histograms, RowBins, RowStats};
 pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
     SplitRule,

@@ -30,20 +30,24 @@ impl WithSimd for PartitionKernel<'_> {
     }
 }
 
+/// Branch-free: every row is written to both sides and only the side it
+/// belongs to advances, since a split's direction is as good as random to
+/// the branch predictor. A row lands at `rows[n_left]` only after `rows[i]`,
+/// `i >= n_left`, has been read.
 #[inline(always)]
 fn partition<B: Copy + Into<usize>>(rows: &mut [u32], bins: &[B], goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
     scratch.clear();
-    let mut n_left = 0;
+    scratch.resize(rows.len(), 0);
+    let (mut n_left, mut n_right) = (0, 0);
     for i in 0..rows.len() {
         let r = rows[i];
-        if goes_left[bins[r as usize].into()] {
-            rows[n_left] = r;
-            n_left += 1;
-        } else {
-            scratch.push(r);
-        }
+        let left = usize::from(goes_left[bins[r as usize].into()]);
+        rows[n_left] = r;
+        scratch[n_right] = r;
+        n_left += left;
+        n_right += 1 - left;
     }
-    rows[n_left..].copy_from_slice(scratch);
+    rows[n_left..].copy_from_slice(&scratch[..n_right]);
     n_left
 }
 

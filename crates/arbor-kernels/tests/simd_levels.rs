@@ -5,19 +5,20 @@
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
     best_split, build_histogram, build_row_histograms, leaves_block, partition_rows, Criterion, FlatNode, RowBins,
-    SplitConstraints, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
+    RowStats, SplitConstraints, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
 
-/// `f` at every available level besides scalar, each equal to its scalar run.
-fn same_at_every_level<R: PartialEq + std::fmt::Debug>(f: impl Fn() -> R) -> Result<(), TestCaseError> {
+/// `f` at every available level besides scalar, each equal to its scalar
+/// run; returns the scalar run's result.
+fn same_at_every_level<R: PartialEq + std::fmt::Debug>(f: impl Fn() -> R) -> Result<R, TestCaseError> {
     let scalar = with_level(Level::Scalar, &f).expect("scalar always runs");
     for level in Level::available().into_iter().filter(|&l| l != Level::Scalar) {
         let simd = with_level(level, &f).expect("listed as available");
         prop_assert_eq!(&simd, &scalar, "level {}", level);
     }
-    Ok(())
+    Ok(scalar)
 }
 
 /// Bit patterns, so that -0.0 and 0.0 (or two NaNs) are not confused.
@@ -78,7 +79,8 @@ proptest! {
 
     #[test]
     fn row_histograms_match_scalar(
-        values in proptest::collection::vec(proptest::collection::vec(-3.0..3.0f64, 5), 1..300),
+        // Up to 1,500 rows: nodes of 512 rows or more take the wide-bin path.
+        values in proptest::collection::vec(proptest::collection::vec(-3.0..3.0f64, 5), 1..1500),
         features in 0usize..5,
         keep in proptest::collection::vec(any::<bool>(), 1..9),
     ) {
@@ -86,15 +88,27 @@ proptest! {
             (0..5).map(|f| FeatureColumn::Numeric(values.iter().map(|row| row[f]).collect())).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let bins = RowBins::new(&matrix).expect("default quantization fits a byte");
-        let stats: Vec<[f64; 3]> = values.iter().map(|row| [1.0, row[0] * row[1], row[2].abs()]).collect();
+        let stats: Vec<RowStats> = values.iter().map(|row| [1.0, row[0] * row[1], row[2].abs(), 0.0]).collect();
         let rows = node_rows(values.len(), &keep);
         let range = features..5;
         let len = (bins.offsets()[5] - bins.offsets()[features]) as usize * 3;
-        same_at_every_level(|| {
+        let rowwise = same_at_every_level(|| {
             let mut hist = vec![0.0; len];
             build_row_histograms(&bins, &rows, &stats, range.clone(), &mut hist);
             bits(&hist)
         })?;
+        // The column-wise kernel, feature by feature, gives the same bits.
+        let grad: Vec<f64> = stats.iter().map(|s| s[1]).collect();
+        let hess: Vec<f64> = stats.iter().map(|s| s[2]).collect();
+        let ones = vec![1.0; values.len()];
+        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let mut columnwise = Vec::with_capacity(len);
+        for f in range {
+            let mut hist = vec![0.0; matrix.mapper(f).n_bins() * 3];
+            build_histogram(matrix.column(f), &rows, &ones, &ones, &target, &mut hist);
+            columnwise.extend(bits(&hist));
+        }
+        prop_assert_eq!(rowwise, columnwise);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The compact, column-major matrix of bin codes that training reads.
 
 use crate::{BinMapper, FeatureColumn, QuantizeParams};
+use rayon::prelude::*;
 
 /// One feature's bin codes: one byte per row when the feature has at most 256 bins.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +55,7 @@ pub struct BinnedMatrix {
 impl BinnedMatrix {
     /// Fits a mapper per feature and bins every value.
     pub fn fit(columns: &[FeatureColumn], params: &QuantizeParams) -> BinnedMatrix {
-        let mappers: Vec<BinMapper> = columns.iter().map(|c| BinMapper::fit(c, params)).collect();
+        let mappers: Vec<BinMapper> = columns.par_iter().map(|c| BinMapper::fit(c, params)).collect();
         Self::with_mappers(columns, mappers)
     }
 
@@ -63,7 +64,7 @@ impl BinnedMatrix {
         assert_eq!(columns.len(), mappers.len(), "one mapper per column");
         let n_rows = columns.first().map_or(0, FeatureColumn::len);
         let columns = columns
-            .iter()
+            .par_iter()
             .zip(&mappers)
             .map(|(column, mapper)| {
                 let bins = mapper.bin_column(column);
