@@ -10,6 +10,9 @@
 //!
 //! Every level computes the same results bit for bit: kernels add in the
 //! same order at every width, so models do not depend on the CPU.
+//!
+//! [`prefetch`] is the one CPU hint kernels use outside a level: a cache
+//! prefetch, which changes timing only, never results.
 
 use std::cell::Cell;
 use std::fmt;

@@ -36,8 +36,10 @@ impl WithSimd for PartitionKernel<'_> {
 /// `i >= n_left`, has been read.
 #[inline(always)]
 fn partition<B: Copy + Into<usize>>(rows: &mut [u32], bins: &[B], goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
-    scratch.clear();
-    scratch.resize(rows.len(), 0);
+    // Grown, never cleared: every slot read back below was written first.
+    if scratch.len() < rows.len() {
+        scratch.resize(rows.len(), 0);
+    }
     let (mut n_left, mut n_right) = (0, 0);
     for i in 0..rows.len() {
         let r = rows[i];
