@@ -3,6 +3,8 @@
 use arbor_quantize::BinColumn;
 use pulp::{Simd, WithSimd};
 
+use crate::dispatch::{prefetch, row_ahead};
+
 /// What is being predicted, as the histogram kernels see it.
 #[derive(Clone, Copy, Debug)]
 pub enum Target<'a> {
@@ -175,9 +177,9 @@ impl CompactHistogram {
     }
 }
 
-/// How many rows ahead [`accumulate`] prefetches a row's bin and statistics.
-const PREFETCH_ROWS: usize = 16;
-
+/// Adds `rows` to `hist`. Rows deep in a tree are scattered over per-row
+/// arrays larger than the cache, so each iteration prefetches the bin and
+/// values of the row `PREFETCH_ROWS` places ahead.
 #[inline(always)]
 fn accumulate<B: Copy + Into<usize>>(
     bins: &[B],
@@ -187,35 +189,16 @@ fn accumulate<B: Copy + Into<usize>>(
     target: &Target<'_>,
     hist: &mut [f64],
 ) {
-    // Rows deep in a tree are scattered over per-row arrays larger than the
-    // cache: ask for a later row's values while this one's are added.
-    let prefetch = |i: usize| {
-        if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
-            let ahead = ahead as usize;
-            use crate::dispatch::prefetch as p;
-            p(bins.as_ptr().wrapping_add(ahead));
-            p(counts.as_ptr().wrapping_add(ahead));
-            match *target {
-                Target::Classes { labels, .. } => {
-                    p(labels.as_ptr().wrapping_add(ahead));
-                    p(weights.as_ptr().wrapping_add(ahead));
-                }
-                Target::Values { y } => {
-                    p(y.as_ptr().wrapping_add(ahead));
-                    p(weights.as_ptr().wrapping_add(ahead));
-                }
-                Target::Gradients { grad, hess } => {
-                    p(grad.as_ptr().wrapping_add(ahead));
-                    p(hess.as_ptr().wrapping_add(ahead));
-                }
-            }
-        }
-    };
     match *target {
         Target::Classes { labels, n_classes } => {
             let stride = n_classes + 1;
             for (i, &r) in rows.iter().enumerate() {
-                prefetch(i);
+                if let Some(a) = row_ahead(rows, i) {
+                    prefetch(bins, a);
+                    prefetch(labels, a);
+                    prefetch(weights, a);
+                    prefetch(counts, a);
+                }
                 let r = r as usize;
                 let base = bins[r].into() * stride;
                 hist[base + labels[r] as usize] += weights[r];
@@ -224,7 +207,12 @@ fn accumulate<B: Copy + Into<usize>>(
         }
         Target::Values { y } => {
             for (i, &r) in rows.iter().enumerate() {
-                prefetch(i);
+                if let Some(a) = row_ahead(rows, i) {
+                    prefetch(bins, a);
+                    prefetch(y, a);
+                    prefetch(weights, a);
+                    prefetch(counts, a);
+                }
                 let r = r as usize;
                 let base = bins[r].into() * 3;
                 let w = weights[r];
@@ -235,7 +223,12 @@ fn accumulate<B: Copy + Into<usize>>(
         }
         Target::Gradients { grad, hess } => {
             for (i, &r) in rows.iter().enumerate() {
-                prefetch(i);
+                if let Some(a) = row_ahead(rows, i) {
+                    prefetch(bins, a);
+                    prefetch(grad, a);
+                    prefetch(hess, a);
+                    prefetch(counts, a);
+                }
                 let r = r as usize;
                 let base = bins[r].into() * 3;
                 hist[base] += counts[r];

@@ -8,6 +8,8 @@ use std::ops::Range;
 use arbor_quantize::{BinColumn, BinnedMatrix};
 use pulp::{Simd, WithSimd};
 
+use crate::dispatch::{prefetch, row_ahead};
+
 /// The binned matrix row-major, one byte per cell (every feature must have
 /// at most 256 bins), with where each feature's bins start in a histogram of
 /// every feature.
@@ -68,9 +70,6 @@ pub type RowStats = [f64; 4];
 /// clearing and copying every feature's 256 wide bins would cost more.
 const WIDE_ROWS: usize = 512;
 
-/// How many rows ahead statistics and bins are prefetched.
-const PREFETCH_ROWS: usize = 16;
-
 /// Adds `stats[r]` of every row of `rows` to the histograms of `features`.
 ///
 /// `hist` holds exactly those features' histograms, three values per bin,
@@ -127,10 +126,9 @@ impl WithSimd for RowHistogramKernel<'_> {
         // Rows deep in a tree are scattered over the matrix: ask for a later
         // row's statistics and bins while this one's are added.
         for (i, &r) in rows.iter().enumerate() {
-            if let Some(&ahead) = rows.get(i + PREFETCH_ROWS) {
-                let ahead = ahead as usize;
-                crate::dispatch::prefetch(stats.as_ptr().wrapping_add(ahead));
-                crate::dispatch::prefetch(bins.bins.as_ptr().wrapping_add(ahead * nf + first));
+            if let Some(a) = row_ahead(rows, i) {
+                prefetch(stats, a);
+                prefetch(&bins.bins, a * nf + first);
             }
             let r = r as usize;
             let s = stats[r];
