@@ -13,7 +13,7 @@ use crate::label::Target;
 use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -50,6 +50,7 @@ pub fn train_boosting(
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
     let mut counts = vec![0.0; n];
+    let mut row_stats = Vec::new();
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let settings = GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
@@ -81,9 +82,13 @@ pub fn train_boosting(
         for output in 0..outputs {
             loss.gradients(&target, &rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
             let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
+            let rowwise = row_bins.as_ref().map(|bins| {
+                fill_row_stats(&kernel_target, &counts, &counts, &mut row_stats);
+                RowWise { bins, stats: &row_stats }
+            });
             let grown = grow_tree(
                 &matrix,
-                row_bins.as_ref(),
+                rowwise,
                 &kernel_target,
                 rows.clone(),
                 &counts,

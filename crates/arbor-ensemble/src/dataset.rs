@@ -1,12 +1,13 @@
 //! Training data read from Arrow: label, features and weights, checked once.
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
-use arrow::compute::{cast, concat, filter, is_not_null, take, LexicographicalComparator, SortColumn};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::{cast, filter, is_not_null};
 use arrow::datatypes::{DataType, Float64Type, Schema};
 use rayon::prelude::*;
 
 use arbor_quantize::{FeatureColumn, FeatureType, QuantizeError};
 
+use crate::canonical_order::{canonical_order, SortKey};
 use crate::label::{default_task, read_label, LabelInfo, Target};
 use crate::{ArborError, Result, Task};
 
@@ -150,29 +151,33 @@ impl TrainingData {
         let (label_info, target) = read_label(&label.name, &labels, task)?;
         let weight_arrays = weight.as_ref().map(&drop_nulls).transpose()?;
         let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
-        let mut feature_values = Vec::with_capacity(features.len());
-        for f in &features {
-            feature_values.push(one_array(&drop_nulls(f)?)?);
-        }
+        // Each feature is read on its own thread, in input order.
+        let columns = features
+            .par_iter()
+            .map(|f| Ok(FeatureColumn::from_arrays(&f.name, &drop_nulls(f)?)?))
+            .collect::<Result<Vec<_>>>()?;
         // Features first, then the label and the weight: the keys of the canonical order.
-        let mut keys: Vec<ArrayRef> = feature_values.clone();
-        keys.push(one_array(&labels)?);
-        if let Some(arrays) = &weight_arrays {
-            keys.push(one_array(arrays)?);
+        let mut keys: Vec<SortKey<'_>> = columns
+            .iter()
+            .map(|c| match c {
+                FeatureColumn::Numeric(values) => SortKey::Numbers(values),
+                FeatureColumn::Categorical { codes, .. } => SortKey::Codes(codes),
+            })
+            .collect();
+        keys.push(match &target {
+            Target::Classes(c) => SortKey::Classes(c),
+            Target::Values(v) => SortKey::Numbers(v),
+        });
+        if let Some(w) = &weights {
+            keys.push(SortKey::Numbers(w));
         }
-        let input_row = canonical_order(&keys)?;
-        let order = UInt32Array::from(input_row.clone());
+        let input_row = canonical_order(&keys);
         let target = match target {
             Target::Classes(c) => Target::Classes(gather(&c, &input_row)),
             Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
         let weights = weights.map(|w| gather(&w, &input_row));
-        // Each feature is reordered and read on its own thread.
-        let columns = features
-            .par_iter()
-            .zip(&feature_values)
-            .map(|(f, values)| Ok(FeatureColumn::from_arrays(&f.name, &[take(values.as_ref(), &order, None)?])?))
-            .collect::<Result<Vec<_>>>()?;
+        let columns = columns.into_par_iter().map(|c| c.reordered(&input_row)).collect();
         let specs = features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
         Ok(TrainingData {
             task,
@@ -204,32 +209,9 @@ impl TrainingData {
     }
 }
 
-/// Concatenates a column's arrays into one.
-fn one_array(arrays: &[ArrayRef]) -> Result<ArrayRef> {
-    Ok(match arrays {
-        [one] => one.clone(),
-        many => concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
-    })
-}
-
 /// `values` in the order of `rows` (positions into `values`).
 fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
     rows.iter().map(|&r| values[r as usize]).collect()
-}
-
-/// The canonical row order: rows sorted by every column in turn, given as
-/// each sorted row's input position. Rows that compare equal are identical,
-/// so the order of the data it yields does not depend on the input order.
-/// The sort runs in parallel; equal rows keep their input order, so the
-/// result is one total order whatever the thread count.
-fn canonical_order(columns: &[ArrayRef]) -> Result<Vec<u32>> {
-    let keys: Vec<SortColumn> =
-        columns.iter().map(|values| SortColumn { values: values.clone(), options: None }).collect();
-    let compare = LexicographicalComparator::try_new(&keys)?;
-    let n = columns.first().map_or(0, |c| c.len());
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    order.par_sort_unstable_by(|&a, &b| compare.compare(a as usize, b as usize).then(a.cmp(&b)));
-    Ok(order)
 }
 
 fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {

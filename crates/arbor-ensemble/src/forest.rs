@@ -12,7 +12,7 @@ use crate::label::Target;
 use crate::model::{Feature, Model};
 use crate::out_of_bag::{self, OutOfBag, TreeOob};
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
@@ -113,17 +113,13 @@ pub fn train_forest_with_oob(
                 random_splitter: fp.random_splitter,
                 max_leaf_nodes: fp.max_leaf_nodes,
             };
-            let mut grown = grow_tree(
-                &matrix,
-                row_bins.as_ref(),
-                &target,
-                rows,
-                &weights,
-                &counts,
-                &settings,
-                ranges.as_ref(),
-                &mut rng,
-            );
+            let mut row_stats = Vec::new();
+            let rowwise = row_bins.as_ref().map(|bins| {
+                fill_row_stats(&target, &weights, &counts, &mut row_stats);
+                RowWise { bins, stats: &row_stats }
+            });
+            let mut grown =
+                grow_tree(&matrix, rowwise, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
             // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
             if root_weight > 0.0 {
                 grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);

@@ -24,6 +24,7 @@
 //! ```
 
 mod boosting;
+mod canonical_order;
 mod dataset;
 mod dot;
 mod error;

@@ -48,8 +48,8 @@ impl Loss {
         }
     }
 
-    /// Writes `grad[r]`, `hess[r]` of output `output` for each row in `rows`,
-    /// times the row's weight, from raw scores (`outputs` per row) and, for
+    /// Writes `grad[r]`, `hess[r]` of output `output` for each row in `rows`
+    /// (ascending), times the row's weight, from raw scores (`outputs` per row) and, for
     /// softmax, the row's class probabilities in `proba`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gradients(
@@ -83,13 +83,20 @@ impl Loss {
             };
             (w * g, w * h.max(MIN_HESSIAN))
         };
-        // Computed in parallel (each row on its own), then stored by row id.
-        let computed: Vec<(f64, f64)> =
-            rows.par_iter().with_min_len(PARALLEL_CHUNK).map(|&r| derivatives(r as usize)).collect();
-        for (&r, (g, h)) in rows.iter().zip(computed) {
-            grad[r as usize] = g;
-            hess[r as usize] = h;
-        }
+        // Each chunk of row ids is written by one task, from the rows that fall in it.
+        debug_assert!(rows.is_sorted(), "training rows are kept in ascending order");
+        grad.par_chunks_mut(PARALLEL_CHUNK).zip(hess.par_chunks_mut(PARALLEL_CHUNK)).enumerate().for_each(
+            |(k, (grad, hess))| {
+                let first = k * PARALLEL_CHUNK;
+                let lo = rows.partition_point(|&r| (r as usize) < first);
+                let hi = rows.partition_point(|&r| (r as usize) < first + grad.len());
+                for &r in &rows[lo..hi] {
+                    let (g, h) = derivatives(r as usize);
+                    grad[r as usize - first] = g;
+                    hess[r as usize - first] = h;
+                }
+            },
+        );
     }
 
     /// Turns one row's raw scores into its prediction: the value, or class

@@ -99,10 +99,10 @@ impl Layout {
         rows: &[u32],
         weights: &[f64],
         counts: &[f64],
-        rowwise: Option<&RowWise<'_>>,
+        rowwise: Option<RowWise<'_>>,
     ) -> Vec<f64> {
-        let mut hist = vec![0.0; self.len()];
         let n_features = matrix.n_features();
+        let mut hist = vec![0.0; self.len()];
         let parallel = rows.len() >= PARALLEL_ROWS;
         let per_group = match rowwise {
             Some(_) if parallel => n_features.div_ceil(rayon::current_num_threads().clamp(1, n_features.max(1))),
@@ -119,7 +119,7 @@ impl Layout {
             rest = tail;
         }
         let fill = |(features, part): &mut (std::ops::Range<usize>, &mut [f64])| match rowwise {
-            Some(rw) => build_row_histograms(rw.bins, rows, &rw.stats, features.clone(), part),
+            Some(rw) => build_row_histograms(rw.bins, rows, rw.stats, features.clone(), part),
             None => build_histogram(matrix.column(features.start), rows, weights, counts, target, part),
         };
         if parallel {
@@ -132,11 +132,22 @@ impl Layout {
 }
 
 /// The row-major bins and each row's packed statistics, for the row-wise
-/// histogram kernel (three-value targets in subtraction mode).
-struct RowWise<'a> {
-    bins: &'a RowBins,
-    /// Indexed by row id; zero for rows outside the tree.
-    stats: Vec<RowStats>,
+/// histogram kernel (three-value targets, every feature at every node).
+#[derive(Clone, Copy)]
+pub(crate) struct RowWise<'a> {
+    pub bins: &'a RowBins,
+    /// Indexed by row id (see [`fill_row_stats`]); only the tree's rows are read.
+    pub stats: &'a [RowStats],
+}
+
+/// Writes every row's statistics for the row-wise kernel into `stats`, one
+/// per row id, in parallel; reusing `stats` between trees saves allocating
+/// and faulting in 32 bytes per row each time. Three-value targets only.
+pub(crate) fn fill_row_stats(target: &Target<'_>, weights: &[f64], counts: &[f64], stats: &mut Vec<RowStats>) {
+    stats.resize(weights.len(), [0.0; 4]);
+    stats.par_iter_mut().with_min_len(PARALLEL_ROWS).enumerate().for_each(|(r, s)| {
+        *s = target.row_stats(r, weights, counts).expect("row-wise statistics are for three-value targets");
+    });
 }
 
 /// A node waiting to be split, with what its split search found.
@@ -178,7 +189,7 @@ pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &Bin
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
-    row_bins: Option<&RowBins>,
+    rowwise: Option<RowWise<'_>>,
     target: &Target<'_>,
     rows: Vec<u32>,
     weights: &[f64],
@@ -193,14 +204,7 @@ pub(crate) fn grow_tree(
     let root_stats = node_stats(target, &rows, weights, counts);
     let n = rows.len();
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
-    // Row-wise histograms need three-value statistics: `row_stats` is None for classes.
-    let rowwise = row_bins.filter(|_| all_features).and_then(|bins| {
-        let mut stats = vec![[0.0; 4]; matrix.n_rows()];
-        for &r in &rows {
-            stats[r as usize] = target.row_stats(r as usize, weights, counts)?;
-        }
-        Some(RowWise { bins, stats })
-    });
+    let rowwise = rowwise.filter(|_| all_features);
     let mut grower = Grower {
         matrix,
         target,
@@ -215,7 +219,8 @@ pub(crate) fn grow_tree(
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
-        scratch: Vec::with_capacity(n),
+        scratch: Vec::new(),
+        second_scratch: Vec::new(),
         perm: (0..n_features).collect(),
         gain_per_feature: vec![0.0; n_features],
         nodes: vec![Node::Leaf { value: 0 }],
@@ -251,6 +256,8 @@ struct Grower<'a, 't, R> {
     hist: Vec<f64>,
     compact: CompactHistogram,
     scratch: Vec<u32>,
+    /// The second half's, when a large node is partitioned in two.
+    second_scratch: Vec<u32>,
     perm: Vec<usize>,
     gain_per_feature: Vec<f64>,
     nodes: Vec<Node>,
@@ -350,7 +357,7 @@ impl<R: Rng> Grower<'_, '_, R> {
         let c = &self.settings.constraints;
         let node_rows = &self.rows[p.start..p.end];
         let h = known.unwrap_or_else(|| {
-            self.layout.build(matrix, self.target, node_rows, self.weights, self.counts, self.rowwise.as_ref())
+            self.layout.build(matrix, self.target, node_rows, self.weights, self.counts, self.rowwise)
         });
         let layout = &self.layout;
         let candidates: Vec<Option<SplitCandidate>> = (0..matrix.n_features())
@@ -443,7 +450,7 @@ impl<R: Rng> Grower<'_, '_, R> {
         let (matrix, criterion) = (self.matrix, self.settings.criterion);
         let mapper = matrix.mapper(f);
         let goes_left = split.rule.goes_left(mapper.n_bins());
-        let n_left = partition_rows(&mut self.rows[p.start..p.end], matrix.column(f), &goes_left, &mut self.scratch);
+        let n_left = self.partition(p.start..p.end, f, &goes_left);
         let mid = p.start + n_left;
         let test = match &split.rule {
             SplitRule::Threshold { bin, .. } => {
@@ -482,14 +489,7 @@ impl<R: Rng> Grower<'_, '_, R> {
                 } else {
                     (&self.rows[mid..p.end], want_right, want_left)
                 };
-                let small = self.layout.build(
-                    matrix,
-                    self.target,
-                    small_rows,
-                    self.weights,
-                    self.counts,
-                    self.rowwise.as_ref(),
-                );
+                let small = self.layout.build(matrix, self.target, small_rows, self.weights, self.counts, self.rowwise);
                 let large = large_wanted.then(|| {
                     let mut large = parent;
                     large.iter_mut().zip(&small).for_each(|(l, s)| *l -= s);
@@ -503,6 +503,27 @@ impl<R: Rng> Grower<'_, '_, R> {
             Pending { node: left, start: p.start, end: mid, depth, stats: split.left, hist: left_hist },
             Pending { node: left + 1, start: mid, end: p.end, depth, stats: split.right, hist: right_hist },
         )
+    }
+
+    /// Stably partitions the rows in `range` by `goes_left` of their bin of
+    /// feature `f`; returns how many went left. A large node's two halves are
+    /// partitioned in parallel, then the first half's right rows and the
+    /// second half's left rows trade places: the same order as one pass.
+    fn partition(&mut self, range: std::ops::Range<usize>, f: usize, goes_left: &[bool]) -> usize {
+        let column = self.matrix.column(f);
+        let rows = &mut self.rows[range];
+        if rows.len() < 2 * PARALLEL_ROWS {
+            return partition_rows(rows, column, goes_left, &mut self.scratch);
+        }
+        let half = rows.len() / 2;
+        let (first, second) = rows.split_at_mut(half);
+        let (scratch, second_scratch) = (&mut self.scratch, &mut self.second_scratch);
+        let (left_first, left_second) = rayon::join(
+            || partition_rows(first, column, goes_left, scratch),
+            || partition_rows(second, column, goes_left, second_scratch),
+        );
+        rows[left_first..half + left_second].rotate_left(half - left_first);
+        left_first + left_second
     }
 
     /// The raw threshold of a numeric split after value bin `bin`: the bin's

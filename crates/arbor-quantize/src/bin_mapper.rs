@@ -7,7 +7,11 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use serde::{Deserialize, Serialize};
 
 use crate::feature_column::{append_f64, to_utf8};
-use crate::{FeatureColumn, QuantizeError};
+use crate::{integer_span, offset, FeatureColumn, QuantizeError};
+
+/// Integer columns spanning at most this many values (or one per row, if
+/// more) are counted in a table when fitting edges, instead of sorted.
+const TABLE_SPAN: usize = 1 << 16;
 
 /// The bin that holds missing values (null, NaN, unseen categories) in every feature.
 pub const MISSING_BIN: u16 = 0;
@@ -136,7 +140,14 @@ impl BinMapper {
     /// Bins of a training column.
     pub fn bin_column(&self, column: &FeatureColumn) -> Vec<u16> {
         match column {
-            FeatureColumn::Numeric(values) => values.iter().map(|&v| self.bin_value(v)).collect(),
+            FeatureColumn::Numeric(values) => match integer_span(values, values.len() / 4) {
+                // Few possible values: each one's bin found once, then looked up.
+                Some((min, span)) => {
+                    let bins: Vec<u16> = (0..=span).map(|i| self.bin_value(min + i as f64)).collect();
+                    values.iter().map(|&v| if v.is_nan() { MISSING_BIN } else { bins[offset(v, min)] }).collect()
+                }
+                None => values.iter().map(|&v| self.bin_value(v)).collect(),
+            },
             FeatureColumn::Categorical { codes, .. } => {
                 codes.iter().map(|c| c.map_or(MISSING_BIN, |c| c as u16 + 1)).collect()
             }
@@ -170,15 +181,7 @@ impl BinMapper {
 /// about `n / (max_bins - 1)` observations, never fewer than `min_bin_size`,
 /// and an edge lies midway between the last value of a bin and the first of the next.
 fn quantile_edges(values: &[f64], params: &QuantizeParams) -> Vec<f64> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
-    sorted.sort_unstable_by(f64::total_cmp);
-    let mut distinct: Vec<(f64, usize)> = Vec::new();
-    for v in sorted {
-        match distinct.last_mut() {
-            Some((last, count)) if *last == v => *count += 1,
-            _ => distinct.push((v, 1)),
-        }
-    }
+    let distinct = distinct_counts(values);
     let value_bins = params.max_bins.saturating_sub(1).max(1);
     let min_bin_size = params.min_bin_size.max(1);
     let mut remaining: usize = distinct.iter().map(|d| d.1).sum();
@@ -202,6 +205,33 @@ fn quantile_edges(values: &[f64], params: &QuantizeParams) -> Vec<f64> {
     edges
 }
 
+/// The distinct values that are not NaN, ascending, each with how many
+/// times it occurs: counted in a table for integers of a narrow span, else sorted.
+fn distinct_counts(values: &[f64]) -> Vec<(f64, usize)> {
+    if let Some((min, span)) = integer_span(values, TABLE_SPAN.max(values.len())) {
+        let mut counts = vec![0usize; span + 1];
+        for &v in values.iter().filter(|v| !v.is_nan()) {
+            counts[offset(v, min)] += 1;
+        }
+        return counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (min + i as f64, c)).collect();
+    }
+    sorted_distinct_counts(values)
+}
+
+/// [`distinct_counts`] by sorting: for any values.
+fn sorted_distinct_counts(values: &[f64]) -> Vec<(f64, usize)> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let mut distinct: Vec<(f64, usize)> = Vec::new();
+    for v in sorted {
+        match distinct.last_mut() {
+            Some((last, count)) if *last == v => *count += 1,
+            _ => distinct.push((v, 1)),
+        }
+    }
+    distinct
+}
+
 /// A value `m` with `a <= m < b`, as close to halfway as floating point allows.
 fn midpoint(a: f64, b: f64) -> f64 {
     let m = a + (b - a) / 2.0;
@@ -218,6 +248,21 @@ mod tests {
 
     fn params(max_bins: usize, min_bin_size: usize) -> QuantizeParams {
         QuantizeParams { max_bins, min_bin_size }
+    }
+
+    /// Integer columns take the table paths; they agree with sorting and searching.
+    #[test]
+    fn integer_tables_agree_with_sorting_and_searching() {
+        let values: Vec<f64> =
+            (0..5_000).map(|i| if i % 97 == 0 { f64::NAN } else { f64::from((i * 37) % 1_201) - 600.0 }).collect();
+        assert!(integer_span(&values, values.len() / 4).is_some(), "the table paths are taken");
+        assert_eq!(distinct_counts(&values), sorted_distinct_counts(&values));
+        let column = FeatureColumn::Numeric(values.clone());
+        for max_bins in [4, 64, 256] {
+            let mapper = BinMapper::fit(&column, &params(max_bins, 1));
+            let searched: Vec<u16> = values.iter().map(|&v| mapper.bin_value(v)).collect();
+            assert_eq!(mapper.bin_column(&column), searched, "max_bins {max_bins}");
+        }
     }
 
     #[test]

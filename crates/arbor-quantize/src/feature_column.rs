@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
@@ -79,7 +81,8 @@ impl FeatureColumn {
                 }
                 // Codes in order of first appearance, then renumbered so
                 // categories are sorted and the coding is deterministic.
-                let mut first_seen: HashMap<&str, u32> = HashMap::new();
+                // A fixed-seed fast hash: the coding does not depend on it.
+                let mut first_seen: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
                 let mut seen_codes: Vec<Option<u32>> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
                 for s in &strings {
                     for v in s.as_string::<i32>().iter() {
@@ -107,6 +110,19 @@ impl FeatureColumn {
                 Ok(FeatureColumn::Categorical { codes, categories })
             }
             None => Err(QuantizeError::UnsupportedType { column: name.to_owned(), data_type }),
+        }
+    }
+
+    /// The column with its rows put in `order` (each an input row position):
+    /// training reads columns in input order, then sorts its rows.
+    pub fn reordered(self, order: &[u32]) -> Self {
+        match self {
+            FeatureColumn::Numeric(values) => {
+                FeatureColumn::Numeric(order.iter().map(|&r| values[r as usize]).collect())
+            }
+            FeatureColumn::Categorical { codes, categories } => {
+                FeatureColumn::Categorical { codes: order.iter().map(|&r| codes[r as usize]).collect(), categories }
+            }
         }
     }
 

@@ -35,8 +35,10 @@ mod bin_mapper;
 mod binned_matrix;
 mod error;
 mod feature_column;
+mod integer_span;
 
 pub use bin_mapper::{BinMapper, QuantizeParams, MISSING_BIN};
 pub use binned_matrix::{BinColumn, BinnedMatrix};
 pub use error::QuantizeError;
 pub use feature_column::{FeatureColumn, FeatureType};
+pub use integer_span::{integer_span, offset};
