@@ -1,5 +1,5 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
-//! thread's memory bandwidth, training a forest, boosting rounds, and
+//! thread's memory bandwidth, preparing training data, training a forest, boosting rounds, and
 //! prediction, on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
@@ -115,6 +115,17 @@ fn memory_bandwidth(c: &mut Criterion) {
     group.finish();
 }
 
+/// Reading a table for training: labels checked, features read, rows put in
+/// their canonical order (what every `arbor train` pays before binning).
+fn preparation(c: &mut Criterion) {
+    let batch = flights("flights_cls_train.parquet");
+    let mut group = c.benchmark_group("prepare");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(batch.num_rows() as u64));
+    group.bench_function("flights_training_data", |b| b.iter(|| black_box(training_data(&batch))));
+    group.finish();
+}
+
 fn training(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
@@ -161,5 +172,5 @@ fn prediction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, histogram, memory_bandwidth, training, boosting, prediction);
+criterion_group!(benches, histogram, memory_bandwidth, preparation, training, boosting, prediction);
 criterion_main!(benches);
