@@ -26,13 +26,13 @@ pub(crate) enum SortKey<'a> {
 const DIRECT_SPAN: usize = 1 << 16;
 
 /// The rows `0..n` sorted by every key column in turn (missing values first,
-/// then ascending), given as each sorted row's input position. Rows equal in
-/// every key keep their input order, so the result is one total order
+/// then ascending), given as each sorted row's input position. The keys are
+/// the values as training reads them, so rows that tie look the same to
+/// training; they keep their input order, and the result is one total order
 /// whatever the thread count.
 pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
     let n = keys.first().map_or(0, |k| k.len());
     let ranked: Vec<(Vec<u32>, u32)> = keys.par_iter().map(|k| ranks(*k)).collect();
-    // Each column takes the bits of its highest rank, in the first word it fits in whole.
     // Each column takes the bits of its highest rank, in the first word it
     // fits in whole; columns of one value (all ranks 0) take none.
     let mut words: Vec<Vec<(&[u32], u32)>> = vec![Vec::new()]; // per word: (ranks, shift)
