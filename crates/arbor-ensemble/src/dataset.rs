@@ -177,7 +177,15 @@ impl TrainingData {
             Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
         let weights = weights.map(|w| gather(&w, &input_row));
-        let columns = columns.into_par_iter().map(|c| c.reordered(&input_row)).collect();
+        let columns = columns
+            .into_par_iter()
+            .map(|c| match c {
+                FeatureColumn::Numeric(values) => FeatureColumn::Numeric(gather(&values, &input_row)),
+                FeatureColumn::Categorical { codes, categories } => {
+                    FeatureColumn::Categorical { codes: gather(&codes, &input_row), categories }
+                }
+            })
+            .collect();
         let specs = features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
         Ok(TrainingData {
             task,

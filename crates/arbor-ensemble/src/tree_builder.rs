@@ -101,8 +101,8 @@ impl Layout {
         counts: &[f64],
         rowwise: Option<RowWise<'_>>,
     ) -> Vec<f64> {
-        let n_features = matrix.n_features();
         let mut hist = vec![0.0; self.len()];
+        let n_features = matrix.n_features();
         let parallel = rows.len() >= PARALLEL_ROWS;
         let per_group = match rowwise {
             Some(_) if parallel => n_features.div_ceil(rayon::current_num_threads().clamp(1, n_features.max(1))),

@@ -113,19 +113,6 @@ impl FeatureColumn {
         }
     }
 
-    /// The column with its rows put in `order` (each an input row position):
-    /// training reads columns in input order, then sorts its rows.
-    pub fn reordered(self, order: &[u32]) -> Self {
-        match self {
-            FeatureColumn::Numeric(values) => {
-                FeatureColumn::Numeric(order.iter().map(|&r| values[r as usize]).collect())
-            }
-            FeatureColumn::Categorical { codes, categories } => {
-                FeatureColumn::Categorical { codes: order.iter().map(|&r| codes[r as usize]).collect(), categories }
-            }
-        }
-    }
-
     /// Number of rows.
     pub fn len(&self) -> usize {
         match self {
