@@ -54,7 +54,11 @@ pub fn train_boosting(
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let settings = GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
-        constraints: SplitConstraints { min_samples_leaf: bp.min_samples_leaf as f64, min_weight_leaf: 0.0 },
+        constraints: SplitConstraints {
+            min_samples_leaf: bp.min_samples_leaf as f64,
+            min_weight_leaf: 0.0,
+            min_samples_category: bp.min_samples_category as f64,
+        },
         max_depth: bp.max_depth,
         min_samples_split: 2.0,
         features_per_node,

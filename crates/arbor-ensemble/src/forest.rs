@@ -103,6 +103,7 @@ pub fn train_forest_with_oob(
                 constraints: SplitConstraints {
                     min_samples_leaf: fp.min_samples_leaf(task) as f64,
                     min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
+                    min_samples_category: fp.min_samples_category as f64,
                 },
                 max_depth: fp.max_depth,
                 min_samples_split: fp.min_samples_split as f64,

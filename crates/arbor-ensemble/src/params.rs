@@ -121,6 +121,11 @@ pub struct ForestParams {
     pub min_samples_leaf: Option<usize>,
     /// Fewest rows in a node that may be split.
     pub min_samples_split: usize,
+    /// Fewest rows (weight, with sample weights) of a category in a node for a
+    /// subset split to place it on its own; rarer categories of the node are
+    /// pooled and move together, so that a few rows' noise cannot pick a split
+    /// (10, as LightGBM and scikit-learn's histogram boosting; 1: no pooling).
+    pub min_samples_category: usize,
     /// Fewest total weight in a leaf, as a fraction of all weight.
     pub min_weight_fraction_leaf: f64,
     /// Nodes with impurity at or below this are leaves.
@@ -156,6 +161,7 @@ impl Default for ForestParams {
             max_leaf_nodes: 0,
             min_samples_leaf: None,
             min_samples_split: 2,
+            min_samples_category: 10,
             min_weight_fraction_leaf: 0.0,
             impurity_threshold: 0.0,
             min_impurity_decrease: 0.0,
@@ -240,6 +246,11 @@ pub struct BoostingParams {
     pub max_features: MaxFeatures,
     /// Fewest rows in a leaf.
     pub min_samples_leaf: usize,
+    /// Fewest rows (weight, with sample weights) of a category in a node for a
+    /// subset split to place it on its own; rarer categories of the node are
+    /// pooled and move together, so that a few rows' noise cannot pick a split
+    /// (10, as LightGBM and scikit-learn's histogram boosting; 1: no pooling).
+    pub min_samples_category: usize,
     /// `hist` (false) or `exact` (true).
     pub exact: bool,
     /// Most bins per feature, the missing-value bin included.
@@ -267,6 +278,7 @@ impl Default for BoostingParams {
             sample_fraction: 1.0,
             max_features: MaxFeatures::All,
             min_samples_leaf: 5,
+            min_samples_category: 10,
             exact: false,
             max_bins: 256,
             min_bin_size: 5,
@@ -361,6 +373,7 @@ const COMMON_KEYS: &[&str] = &[
     "min_bin_size",
     "max_depth",
     "min_samples_leaf",
+    "min_samples_category",
     "importance",
     "seed",
 ];
@@ -396,6 +409,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "min_bin_size",
     "max_depth",
     "min_samples_leaf",
+    "min_samples_category",
     "importance",
     "seed",
     "n_trees",
@@ -557,6 +571,10 @@ impl TrainParams {
             "min_samples_leaf" => {
                 let v = parse_count(key, value, 1)?;
                 (f.min_samples_leaf, b.min_samples_leaf) = (Some(v), v);
+            }
+            "min_samples_category" => {
+                let v = parse_count(key, value, 1)?;
+                (f.min_samples_category, b.min_samples_category) = (v, v);
             }
             "importance" => {
                 f.importance = parse_choice(
@@ -723,6 +741,7 @@ impl TrainParams {
                     ("sample_fraction", b.sample_fraction.to_string()),
                     ("max_features", name(b.max_features, b.features_per_node(n_features))),
                     ("min_samples_leaf", b.min_samples_leaf.to_string()),
+                    ("min_samples_category", b.min_samples_category.to_string()),
                     ("split_method", if b.exact { "exact" } else { "hist" }.into()),
                     ("max_bins", b.max_bins.to_string()),
                     ("min_bin_size", b.min_bin_size.to_string()),
@@ -755,6 +774,7 @@ impl TrainParams {
                     ("max_leaf_nodes", f.max_leaf_nodes.to_string()),
                     ("min_samples_leaf", f.min_samples_leaf(task).to_string()),
                     ("min_samples_split", f.min_samples_split.to_string()),
+                    ("min_samples_category", f.min_samples_category.to_string()),
                     ("min_weight_fraction_leaf", f.min_weight_fraction_leaf.to_string()),
                     ("impurity_threshold", f.impurity_threshold.to_string()),
                     ("min_impurity_decrease", f.min_impurity_decrease.to_string()),
@@ -782,6 +802,7 @@ mod tests {
         assert_eq!(p.forest.seed, 777);
         assert_eq!(p.forest.min_samples_leaf(Task::Classification), 1);
         assert_eq!(p.forest.min_samples_leaf(Task::Regression), 5);
+        assert_eq!((p.forest.min_samples_category, p.boosting.min_samples_category), (10, 10));
         assert_eq!(p.forest.features_per_node(12, Task::Classification).unwrap(), 3);
         assert_eq!(p.forest.features_per_node(9, Task::Regression).unwrap(), 3);
     }
@@ -792,6 +813,8 @@ mod tests {
         assert!(e.contains("n_trees") && e.contains(">= 1"), "{e}");
         let e = TrainParams::parse_options("sample_fraction=1.5").unwrap_err().to_string();
         assert!(e.contains("sample_fraction") && e.contains("(0, 1]"), "{e}");
+        let e = TrainParams::parse_options("min_samples_category=0").unwrap_err().to_string();
+        assert!(e.contains("min_samples_category") && e.contains(">= 1"), "{e}");
         let e = TrainParams::parse_options("voting=loud").unwrap_err().to_string();
         assert!(e.contains("weighted, unweighted"), "{e}");
         let e = TrainParams::parse_options("ntrees=3").unwrap_err().to_string();

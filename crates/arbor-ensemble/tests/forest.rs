@@ -200,16 +200,18 @@ fn string_labels_come_back_as_strings() {
 }
 
 /// The foundation issue's floors on all the data: scikit-learn reaches accuracy
-/// 0.8993 on flights with 100 trees, and RMSE 0.1044 on diamonds with 3
-/// features per node and 5 rows per leaf. arbor measures 0.8975 and 0.0953 (CLI, same options):
-/// category-subset splits win on diamonds but cost flights a little (with the
-/// strings ordinal-coded, as the peers saw them, arbor reaches 0.8995).
+/// 0.8993 on flights with 100 trees and oneDAL 0.8994, and scikit-learn RMSE
+/// 0.1044 on diamonds with 3 features per node and 5 rows per leaf. arbor
+/// measures 0.8976 and 0.0972 (CLI, same options). Flights holds the floor of
+/// the speed issue, oneDAL's accuracy minus 0.002, because categories of fewer
+/// than 10 rows in a node are pooled (`min_samples_category`): every category
+/// on its own gives 0.8970.
 #[test]
 fn full_data_reaches_the_reference_accuracy() {
     let model = fit(&read("flights_cls_train.parquet", usize::MAX), "oob=true");
     assert_eq!(model.trees.len(), 100);
     let acc = accuracy(&model, &read("flights_cls_test.parquet", usize::MAX));
-    assert!(acc >= 0.897, "flights accuracy {acc}");
+    assert!(acc >= 0.8974, "flights accuracy {acc}");
     // Seed 000: the out-of-bag error estimates the held-out error.
     let oob = model.oob_error.expect("oob=true computes it");
     assert!((oob - (1.0 - acc)).abs() <= 0.01, "oob error {oob} vs held-out error {}", 1.0 - acc);

@@ -28,11 +28,15 @@ pub struct SplitConstraints {
     pub min_samples_leaf: f64,
     /// Least total weight (hessian, for boosting) in each child.
     pub min_weight_leaf: f64,
+    /// Least size of a category in the node (as [`child_size`] measures it:
+    /// weight, or rows for boosting) for it to be ordered on its own in a
+    /// subset split; smaller ones are pooled and move as one (1: none pooled).
+    pub min_samples_category: f64,
 }
 
 impl Default for SplitConstraints {
     fn default() -> Self {
-        SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0 }
+        SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0, min_samples_category: 1.0 }
     }
 }
 
@@ -288,7 +292,9 @@ pub fn occupied_bins(hist: &[f64], stride: usize, criterion: Criterion) -> usize
 /// values on either side. Categorical features sort their categories by the
 /// response (mean value, share of the node's majority class, or `G/H` for
 /// boosting) and try every prefix of that order, which finds the best subset
-/// exactly for regression and two classes (Breiman's theorem) and a good one otherwise.
+/// exactly for regression and two classes (Breiman's theorem) and a good one
+/// otherwise. Categories smaller than `min_samples_category` in the node are
+/// pooled and sorted as one category.
 pub fn best_split(
     hist: &[f64],
     stride: usize,
@@ -354,8 +360,7 @@ impl SplitKernel<'_> {
                 Criterion::Newton { .. } => 0.0,
                 Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
             };
-            let key = |b: usize| {
-                let s = bin(b);
+            let key = |s: &[f64]| {
                 let (_, w) = count_weight(s, criterion);
                 let (num, den) = match criterion {
                     Criterion::Mse => (s[2], w),
@@ -364,15 +369,33 @@ impl SplitKernel<'_> {
                 };
                 (num + CATEGORY_SMOOTHING * node_mean) / (den + CATEGORY_SMOOTHING)
             };
-            let mut order: Vec<usize> = (0..n_bins).filter(|&b| occupied(b)).collect();
+            // Categories smaller than `min_samples_category` in the node
+            // are pooled and ordered as one (index `n_bins`), so that the noise
+            // of a rare category's response cannot pick the split.
+            let pool = n_bins;
+            let mut rare = B::zeros(stride);
+            let mut pooled = Vec::new();
+            let mut order: Vec<(f64, usize)> = Vec::new();
+            for b in (0..n_bins).filter(|&b| occupied(b)) {
+                if child_size(bin(b), criterion) >= constraints.min_samples_category {
+                    order.push((key(bin(b)), b));
+                } else {
+                    add(rare.as_mut(), bin(b));
+                    pooled.push(b);
+                }
+            }
+            if !pooled.is_empty() {
+                order.push((key(rare.as_ref()), pool));
+            }
             if order.len() < 2 {
                 return None;
             }
-            order.sort_by(|&a, &b| key(a).total_cmp(&key(b)).then(a.cmp(&b)));
+            order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let stats = |item: usize| if item == pool { rare.as_ref() } else { bin(item) };
             let mut left = B::zeros(stride);
             let mut best_len = 0;
-            for (i, &b) in order[..order.len() - 1].iter().enumerate() {
-                add(left.as_mut(), bin(b));
+            for (i, &(_, item)) in order[..order.len() - 1].iter().enumerate() {
+                add(left.as_mut(), stats(item));
                 if scan.consider(left.as_ref(), total) {
                     best_len = i + 1;
                 }
@@ -384,8 +407,12 @@ impl SplitKernel<'_> {
             let nl = child_size(scan.best_left.as_ref(), criterion);
             let unseen_left = nl >= child_size(total, criterion) - nl;
             let mut goes_left = vec![unseen_left; n_bins];
-            for (i, &b) in order.iter().enumerate() {
-                goes_left[b] = i < best_len;
+            for (i, &(_, item)) in order.iter().enumerate() {
+                if item == pool {
+                    pooled.iter().for_each(|&b| goes_left[b] = i < best_len);
+                } else {
+                    goes_left[item] = i < best_len;
+                }
             }
             scan.finish(SplitRule::Categories { goes_left }, total)
         } else {
@@ -482,7 +509,7 @@ mod tests {
     #[test]
     fn min_samples_leaf_is_respected() {
         let hist = [0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 9.0, 9.0];
-        let c = SplitConstraints { min_samples_leaf: 2.0, min_weight_leaf: 0.0 };
+        let c = SplitConstraints { min_samples_leaf: 2.0, min_weight_leaf: 0.0, min_samples_category: 1.0 };
         assert!(best_split(&hist, 3, Criterion::Gini, &c, false).is_none());
     }
 
@@ -499,5 +526,56 @@ mod tests {
         assert_eq!(goes_left[2], goes_left[4]);
         assert_ne!(goes_left[1], goes_left[2]);
         assert!((s.gain - 200.0).abs() < 1e-9, "the SSE falls from 200 to 0: {}", s.gain);
+    }
+
+    /// Regression histogram: one `(rows, mean)` per bin, bin 0 (missing) empty.
+    fn regression_hist(bins: &[(f64, f64)]) -> Vec<f64> {
+        let mut hist = vec![0.0; 3];
+        for &(n, mean) in bins {
+            hist.extend([n, n, n * mean]);
+        }
+        hist
+    }
+
+    #[test]
+    fn rare_categories_are_pooled_and_move_together() {
+        // Two large categories of mean 0 and 10, and two of 3 rows with means
+        // 10 and 0: alone, each rare one joins the side of its own mean.
+        let hist = regression_hist(&[(50.0, 0.0), (50.0, 10.0), (3.0, 10.0), (3.0, 0.0)]);
+        let alone = best_split(&hist, 3, Criterion::Mse, &SplitConstraints::default(), true).unwrap();
+        let SplitRule::Categories { goes_left } = alone.rule else { panic!("categorical rule expected") };
+        assert_eq!((goes_left[1] == goes_left[3], goes_left[1] == goes_left[4]), (false, true));
+        // Pooled, the two rare ones (mean 5) go one way together.
+        let pooled = SplitConstraints { min_samples_category: 4.0, ..SplitConstraints::default() };
+        let s = best_split(&hist, 3, Criterion::Mse, &pooled, true).unwrap();
+        let SplitRule::Categories { goes_left } = s.rule else { panic!("categorical rule expected") };
+        assert_eq!(goes_left[3], goes_left[4]);
+        assert_ne!(goes_left[1], goes_left[2]);
+        assert!(s.gain < alone.gain, "pooling gives up the rare categories' fit");
+        // A node whose categories are all rare has nothing to order.
+        let all_rare = SplitConstraints { min_samples_category: 51.0, ..SplitConstraints::default() };
+        assert!(best_split(&hist, 3, Criterion::Mse, &all_rare, true).is_none());
+    }
+
+    proptest::proptest! {
+        /// Each child's statistics are the sum of the bins its rule sends its
+        /// way, pooled categories included.
+        #[test]
+        fn pooled_children_hold_the_bins_their_rule_sends(
+            cells in proptest::collection::vec((0u8..12, 0u8..12), 2..32),
+            min_rows in 0u8..15,
+        ) {
+            let hist: Vec<f64> =
+                cells.iter().flat_map(|&(a, b)| [f64::from(a), f64::from(b), f64::from(a) + f64::from(b)]).collect();
+            let c = SplitConstraints { min_samples_category: f64::from(min_rows), ..SplitConstraints::default() };
+            if let Some(s) = best_split(&hist, 3, Criterion::Gini, &c, true) {
+                let SplitRule::Categories { goes_left } = &s.rule else { panic!("categorical rule expected") };
+                let mut left = [0.0; 3];
+                for (_, stats) in hist.chunks_exact(3).enumerate().filter(|(b, _)| goes_left[*b]) {
+                    add(&mut left, stats);
+                }
+                proptest::prop_assert_eq!(left.as_slice(), s.left.as_slice());
+            }
+        }
     }
 }
