@@ -22,6 +22,11 @@ use crate::tree::{Node, SplitTest, Tree};
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;
 
+/// When every feature is scanned, a split node of at least this many rows
+/// grows its two subtrees in parallel (smaller ones cost more as tasks than
+/// they save). Large nodes still build their histograms in parallel too.
+const FORK_MIN_ROWS: usize = 1024;
+
 /// How a tree grows; absolute numbers, resolved from the parameters.
 #[derive(Clone, Debug)]
 pub(crate) struct GrowSettings {
@@ -64,7 +69,15 @@ struct Pending {
     hist: Option<Vec<f64>>,
 }
 
+impl Pending {
+    /// The node as the root of a subtree grown apart, over its rows alone.
+    fn rebased(self) -> Pending {
+        Pending { node: 0, start: 0, end: self.end - self.start, ..self }
+    }
+}
+
 /// Where each feature's histogram starts in an all-features histogram buffer.
+#[derive(Clone)]
 struct Layout {
     offsets: Vec<usize>,
 }
@@ -196,7 +209,25 @@ pub(crate) fn grow_tree(
     counts: &[f64],
     settings: &GrowSettings,
     ranges: Option<&BinRanges>,
-    rng: &mut impl Rng,
+    rng: &mut (impl Rng + Send),
+) -> GrownTree {
+    grow(matrix, rowwise, target, rows, weights, counts, settings, ranges, rng, FORK_MIN_ROWS)
+}
+
+/// [`grow_tree`], with nodes of `fork_min_rows` rows or more growing their
+/// subtrees apart (tests compare it with sequential growth).
+#[allow(clippy::too_many_arguments)]
+fn grow(
+    matrix: &BinnedMatrix,
+    rowwise: Option<RowWise<'_>>,
+    target: &Target<'_>,
+    rows: Vec<u32>,
+    weights: &[f64],
+    counts: &[f64],
+    settings: &GrowSettings,
+    ranges: Option<&BinRanges>,
+    rng: &mut (impl Rng + Send),
+    fork_min_rows: usize,
 ) -> GrownTree {
     let n_features = matrix.n_features();
     let stride = target.stride();
@@ -212,9 +243,10 @@ pub(crate) fn grow_tree(
         counts,
         settings,
         ranges,
-        rng,
+        rng: Some(rng),
         stride,
         all_features,
+        fork_min_rows,
         rowwise,
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
@@ -222,7 +254,7 @@ pub(crate) fn grow_tree(
         scratch: Vec::new(),
         second_scratch: Vec::new(),
         perm: (0..n_features).collect(),
-        gain_per_feature: vec![0.0; n_features],
+        gains: Vec::new(),
         nodes: vec![Node::Leaf { value: 0 }],
         values: Vec::new(),
         leaves: Vec::new(),
@@ -234,7 +266,12 @@ pub(crate) fn grow_tree(
     } else {
         grower.best_first(root, settings.max_leaf_nodes);
     }
-    let Grower { nodes, values, gain_per_feature, rows, leaves, .. } = grower;
+    let Grower { nodes, values, gains, rows, leaves, .. } = grower;
+    // Summed in the order a sequential depth-first growth makes the splits.
+    let mut gain_per_feature = vec![0.0; n_features];
+    for (f, gain) in gains {
+        gain_per_feature[f] += gain;
+    }
     GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves }
 }
 
@@ -246,10 +283,13 @@ struct Grower<'a, 't, R> {
     counts: &'a [f64],
     settings: &'a GrowSettings,
     ranges: Option<&'a BinRanges>,
-    rng: &'a mut R,
+    /// `None` in subtrees grown apart, which scan every feature and draw nothing.
+    rng: Option<&'a mut R>,
     stride: usize,
     /// Every feature is scanned at every node: keep histograms and subtract.
     all_features: bool,
+    /// Split nodes of this many rows or more grow their subtrees apart (when `all_features`).
+    fork_min_rows: usize,
     /// Build those histograms row-wise.
     rowwise: Option<RowWise<'a>>,
     layout: Layout,
@@ -259,28 +299,101 @@ struct Grower<'a, 't, R> {
     /// The second half's, when a large node is partitioned in two.
     second_scratch: Vec<u32>,
     perm: Vec<usize>,
-    gain_per_feature: Vec<f64>,
+    /// Each split's feature and gain, in the order of the splits.
+    gains: Vec<(usize, f64)>,
     nodes: Vec<Node>,
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
     rows: Vec<u32>,
 }
 
-impl<R: Rng> Grower<'_, '_, R> {
-    /// Seed 000 "Depth-first Strategy": split each node as it is reached, left subtree first.
+impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
+    /// Seed 000 "Depth-first Strategy": split each node as it is reached, left
+    /// subtree first. Subtrees grown apart in parallel are numbered as if grown
+    /// in this order, so the tree does not depend on the threads.
     fn depth_first(&mut self, root: Pending) {
         let mut stack = vec![root];
         while let Some(p) = stack.pop() {
             let e = self.evaluate(p);
             match e.best {
                 Some((f, split)) => {
+                    let rows = e.pending.end - e.pending.start;
                     let (left, right) = self.split(e.pending, f, split, e.hist);
-                    stack.push(right);
-                    stack.push(left);
+                    if self.all_features && rows >= self.fork_min_rows {
+                        self.grow_apart(left, right);
+                    } else {
+                        stack.push(right);
+                        stack.push(left);
+                    }
                 }
                 None => self.leaf(&e.pending),
             }
         }
+    }
+
+    /// Grows the subtrees under two sibling nodes in parallel, each in a
+    /// grower of its own, then adopts the left one's nodes, then the right's.
+    fn grow_apart(&mut self, left: Pending, right: Pending) {
+        let (mut l, mut r) = (self.subtree(&left), self.subtree(&right));
+        let (l_at, r_at) = ((left.node, left.start), (right.node, right.start));
+        rayon::join(|| l.depth_first(left.rebased()), || r.depth_first(right.rebased()));
+        self.adopt(l, l_at);
+        self.adopt(r, r_at);
+    }
+
+    /// An empty grower for the subtree under `p`, holding a copy of its rows.
+    fn subtree(&self, p: &Pending) -> Grower<'a, 't, R> {
+        Grower {
+            matrix: self.matrix,
+            target: self.target,
+            weights: self.weights,
+            counts: self.counts,
+            settings: self.settings,
+            ranges: self.ranges,
+            rng: None,
+            stride: self.stride,
+            all_features: self.all_features,
+            fork_min_rows: self.fork_min_rows,
+            rowwise: self.rowwise,
+            layout: self.layout.clone(),
+            hist: Vec::new(),
+            compact: CompactHistogram::default(),
+            scratch: Vec::new(),
+            second_scratch: Vec::new(),
+            perm: Vec::new(),
+            gains: Vec::new(),
+            nodes: vec![Node::Leaf { value: 0 }],
+            values: Vec::new(),
+            leaves: Vec::new(),
+            rows: self.rows[p.start..p.end].to_vec(),
+        }
+    }
+
+    /// Takes a subtree's nodes, values, leaves, gains and row order in: its
+    /// root becomes node `node`, its rows start at `start`, its other nodes
+    /// follow this grower's.
+    fn adopt(&mut self, sub: Grower<'a, 't, R>, (node, start): (usize, usize)) {
+        let base = self.nodes.len() as u32 - 1;
+        let value_base = self.values.len() as u32;
+        let index = |i: u32| if i == 0 { node as u32 } else { base + i };
+        for (i, n) in sub.nodes.into_iter().enumerate() {
+            let n = match n {
+                Node::Leaf { value } => Node::Leaf { value: value + value_base },
+                Node::Split { feature, test, default_left, left, right } => {
+                    Node::Split { feature, test, default_left, left: index(left), right: index(right) }
+                }
+            };
+            if i == 0 {
+                self.nodes[node] = n;
+            } else {
+                self.nodes.push(n);
+            }
+        }
+        self.values.extend(sub.values);
+        let shift = |r: std::ops::Range<usize>| r.start + start..r.end + start;
+        self.leaves.extend(sub.leaves.into_iter().map(|(offset, r)| (offset + value_base as usize, shift(r))));
+        self.gains.extend(sub.gains);
+        self.rows[start..start + sub.rows.len()].copy_from_slice(&sub.rows);
     }
 
     /// Seed 000 "Best-first Strategy": always split the waiting node whose
@@ -395,7 +508,10 @@ impl<R: Rng> Grower<'_, '_, R> {
             if visited >= settings.features_per_node {
                 break;
             }
-            let j = self.rng.random_range(i..n_features);
+            let Some(rng) = self.rng.as_deref_mut() else {
+                unreachable!("subtrees grown apart scan every feature: they never draw one");
+            };
+            let j = rng.random_range(i..n_features);
             self.perm.swap(i, j);
             let f = self.perm[i];
             let mapper = matrix.mapper(f);
@@ -404,7 +520,6 @@ impl<R: Rng> Grower<'_, '_, R> {
             let candidate = if settings.random_splitter {
                 let node =
                     NodeRows { rows: node_rows, weights: self.weights, counts: self.counts, target: self.target };
-                let rng = &mut *self.rng;
                 match random_split(matrix.column(f), mapper, node, criterion, c, &mut || rng.random::<f64>()) {
                     RandomSplit::Constant => continue, // does not count towards features_per_node
                     RandomSplit::Tried(candidate) => candidate,
@@ -474,7 +589,7 @@ impl<R: Rng> Grower<'_, '_, R> {
             left: left as u32,
             right: left as u32 + 1,
         };
-        self.gain_per_feature[f] += split.gain.max(0.0);
+        self.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
         let (mut left_hist, mut right_hist) = (None, None);
         if let Some(parent) = node_hist {
@@ -610,5 +725,61 @@ fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f
             values.push(if h > 0.0 { -stats[1] / h * scale } else { 0.0 });
         }
         _ => values.push(if w > 0.0 { stats[2] / w } else { 0.0 }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_quantize::{FeatureColumn, QuantizeParams};
+    use rand::SeedableRng;
+
+    /// Subtrees grown apart give the nodes, leaf values, row order, leaves
+    /// and gains of one sequential depth-first growth.
+    #[test]
+    fn subtrees_grown_apart_match_sequential_growth() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let n = 6000;
+        let mut columns: Vec<FeatureColumn> = (0..4)
+            .map(|_| FeatureColumn::Numeric((0..n).map(|_| f64::from(rng.random_range(0..50u8))).collect()))
+            .collect();
+        let codes: Vec<Option<u32>> = (0..n).map(|_| Some(rng.random_range(0..20))).collect();
+        let categories = (0..20).map(|c| format!("c{c:02}")).collect();
+        columns.push(FeatureColumn::Categorical { codes: codes.clone(), categories });
+        let FeatureColumn::Numeric(x0) = &columns[0] else { unreachable!() };
+        let grad: Vec<f64> = (0..n)
+            .map(|r| {
+                let y = f64::from(u8::from(x0[r] > 25.0)) + f64::from(codes[r].unwrap() % 3) / 2.0;
+                rng.random_range(-0.5..0.5) - y
+            })
+            .collect();
+        let hess = vec![1.0; n];
+        let counts = vec![1.0; n];
+        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
+        let settings = GrowSettings {
+            criterion: Criterion::Newton { lambda: 1.0 },
+            constraints: SplitConstraints { min_samples_leaf: 5.0, min_weight_leaf: 0.0, min_samples_category: 10.0 },
+            max_depth: 8,
+            min_samples_split: 2.0,
+            features_per_node: columns.len(),
+            impurity_threshold: 0.0,
+            min_gain: f64::MIN_POSITIVE,
+            leaf_scale: 0.3,
+            random_splitter: false,
+            max_leaf_nodes: 0,
+        };
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let on = |fork_min_rows| {
+            let mut unused = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+            let t = &target;
+            grow(&matrix, None, t, rows.clone(), &counts, &counts, &settings, None, &mut unused, fork_min_rows)
+        };
+        let (sequential, apart) = (on(usize::MAX), on(64));
+        assert!(sequential.tree.nodes.len() > 100, "deep enough to fork: {}", sequential.tree.nodes.len());
+        assert_eq!(apart.tree, sequential.tree);
+        assert_eq!(apart.rows, sequential.rows);
+        assert_eq!(apart.leaves, sequential.leaves);
+        assert_eq!(apart.gain_per_feature, sequential.gain_per_feature);
     }
 }
