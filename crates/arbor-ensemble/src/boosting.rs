@@ -13,7 +13,7 @@ use crate::label::Target;
 use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -68,6 +68,7 @@ pub fn train_boosting(
         leaf_scale: bp.learning_rate,
         random_splitter: false,
         max_leaf_nodes: 0,
+        fork_min_rows: FORK_MIN_ROWS,
     };
 
     let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);

@@ -12,7 +12,7 @@ use crate::label::Target;
 use crate::model::{Feature, Model};
 use crate::out_of_bag::{self, OutOfBag, TreeOob};
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
@@ -113,6 +113,7 @@ pub fn train_forest_with_oob(
                 leaf_scale: 1.0,
                 random_splitter: fp.random_splitter,
                 max_leaf_nodes: fp.max_leaf_nodes,
+                fork_min_rows: FORK_MIN_ROWS,
             };
             let mut row_stats = Vec::new();
             let rowwise = row_bins.as_ref().map(|bins| {

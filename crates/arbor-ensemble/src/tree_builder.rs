@@ -25,7 +25,7 @@ const PARALLEL_ROWS: usize = 8192;
 /// When every feature is scanned, a split node of at least this many rows
 /// grows its two subtrees in parallel (smaller ones cost more as tasks than
 /// they save). Large nodes still build their histograms in parallel too.
-const FORK_MIN_ROWS: usize = 1024;
+pub(crate) const FORK_MIN_ROWS: usize = 1024;
 
 /// How a tree grows; absolute numbers, resolved from the parameters.
 #[derive(Clone, Debug)]
@@ -46,6 +46,9 @@ pub(crate) struct GrowSettings {
     pub random_splitter: bool,
     /// Most leaves, grown best-first (0 = depth-first without limit).
     pub max_leaf_nodes: usize,
+    /// Depth-first growth scanning every feature: split nodes of this many
+    /// rows or more grow their subtrees in parallel ([`FORK_MIN_ROWS`]).
+    pub fork_min_rows: usize,
 }
 
 /// A grown tree and what training learns from it besides its structure.
@@ -211,24 +214,6 @@ pub(crate) fn grow_tree(
     ranges: Option<&BinRanges>,
     rng: &mut (impl Rng + Send),
 ) -> GrownTree {
-    grow(matrix, rowwise, target, rows, weights, counts, settings, ranges, rng, FORK_MIN_ROWS)
-}
-
-/// [`grow_tree`], with nodes of `fork_min_rows` rows or more growing their
-/// subtrees apart (tests compare it with sequential growth).
-#[allow(clippy::too_many_arguments)]
-fn grow(
-    matrix: &BinnedMatrix,
-    rowwise: Option<RowWise<'_>>,
-    target: &Target<'_>,
-    rows: Vec<u32>,
-    weights: &[f64],
-    counts: &[f64],
-    settings: &GrowSettings,
-    ranges: Option<&BinRanges>,
-    rng: &mut (impl Rng + Send),
-    fork_min_rows: usize,
-) -> GrownTree {
     let n_features = matrix.n_features();
     let stride = target.stride();
     let max_bins = (0..n_features).map(|f| matrix.mapper(f).n_bins()).max().unwrap_or(1);
@@ -246,7 +231,7 @@ fn grow(
         rng: Some(rng),
         stride,
         all_features,
-        fork_min_rows,
+        fork_min_rows: settings.fork_min_rows,
         rowwise,
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
@@ -768,12 +753,13 @@ mod tests {
             leaf_scale: 0.3,
             random_splitter: false,
             max_leaf_nodes: 0,
+            fork_min_rows: 0,
         };
         let rows: Vec<u32> = (0..n as u32).collect();
         let on = |fork_min_rows| {
             let mut unused = rand_chacha::ChaCha8Rng::seed_from_u64(0);
-            let t = &target;
-            grow(&matrix, None, t, rows.clone(), &counts, &counts, &settings, None, &mut unused, fork_min_rows)
+            let settings = GrowSettings { fork_min_rows, ..settings.clone() };
+            grow_tree(&matrix, None, &target, rows.clone(), &counts, &counts, &settings, None, &mut unused)
         };
         let (sequential, apart) = (on(usize::MAX), on(64));
         assert!(sequential.tree.nodes.len() > 100, "deep enough to fork: {}", sequential.tree.nodes.len());
