@@ -207,7 +207,7 @@ pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
     rowwise: Option<RowWise<'_>>,
     target: &Target<'_>,
-    rows: Vec<u32>,
+    mut rows: Vec<u32>,
     weights: &[f64],
     counts: &[f64],
     settings: &GrowSettings,
@@ -231,7 +231,6 @@ pub(crate) fn grow_tree(
         rng: Some(rng),
         stride,
         all_features,
-        fork_min_rows: settings.fork_min_rows,
         rowwise,
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
@@ -243,7 +242,7 @@ pub(crate) fn grow_tree(
         nodes: vec![Node::Leaf { value: 0 }],
         values: Vec::new(),
         leaves: Vec::new(),
-        rows,
+        rows: &mut rows,
     };
     let root = Pending { node: 0, start: 0, end: n, depth: 0, stats: root_stats, hist: None };
     if settings.max_leaf_nodes == 0 {
@@ -251,7 +250,7 @@ pub(crate) fn grow_tree(
     } else {
         grower.best_first(root, settings.max_leaf_nodes);
     }
-    let Grower { nodes, values, gains, rows, leaves, .. } = grower;
+    let Grower { nodes, values, gains, leaves, .. } = grower;
     // Summed in the order a sequential depth-first growth makes the splits.
     let mut gain_per_feature = vec![0.0; n_features];
     for (f, gain) in gains {
@@ -273,8 +272,6 @@ struct Grower<'a, 't, R> {
     stride: usize,
     /// Every feature is scanned at every node: keep histograms and subtract.
     all_features: bool,
-    /// Split nodes of this many rows or more grow their subtrees apart (when `all_features`).
-    fork_min_rows: usize,
     /// Build those histograms row-wise.
     rowwise: Option<RowWise<'a>>,
     layout: Layout,
@@ -289,7 +286,9 @@ struct Grower<'a, 't, R> {
     nodes: Vec<Node>,
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
-    rows: Vec<u32>,
+    /// The tree's rows (a subtree's alone, when grown apart), regrouped by
+    /// node as the tree splits.
+    rows: &'a mut [u32],
 }
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
@@ -304,7 +303,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 Some((f, split)) => {
                     let rows = e.pending.end - e.pending.start;
                     let (left, right) = self.split(e.pending, f, split, e.hist);
-                    if self.all_features && rows >= self.fork_min_rows {
+                    if self.all_features && rows >= self.settings.fork_min_rows {
                         self.grow_apart(left, right);
                     } else {
                         stack.push(right);
@@ -317,17 +316,24 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     }
 
     /// Grows the subtrees under two sibling nodes in parallel, each in a
-    /// grower of its own, then adopts the left one's nodes, then the right's.
+    /// grower of its own over its part of the rows, then adopts the left
+    /// one's nodes, then the right's.
     fn grow_apart(&mut self, left: Pending, right: Pending) {
-        let (mut l, mut r) = (self.subtree(&left), self.subtree(&right));
+        let rows = std::mem::take(&mut self.rows);
+        let (l_rows, r_rows) = rows[left.start..right.end].split_at_mut(left.end - left.start);
+        let (mut l, mut r) = (self.subtree(l_rows), self.subtree(r_rows));
         let (l_at, r_at) = ((left.node, left.start), (right.node, right.start));
         rayon::join(|| l.depth_first(left.rebased()), || r.depth_first(right.rebased()));
         self.adopt(l, l_at);
         self.adopt(r, r_at);
+        self.rows = rows;
     }
 
-    /// An empty grower for the subtree under `p`, holding a copy of its rows.
-    fn subtree(&self, p: &Pending) -> Grower<'a, 't, R> {
+    /// An empty grower for a subtree over `rows`.
+    fn subtree<'s>(&self, rows: &'s mut [u32]) -> Grower<'s, 't, R>
+    where
+        'a: 's,
+    {
         Grower {
             matrix: self.matrix,
             target: self.target,
@@ -338,7 +344,6 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             rng: None,
             stride: self.stride,
             all_features: self.all_features,
-            fork_min_rows: self.fork_min_rows,
             rowwise: self.rowwise,
             layout: self.layout.clone(),
             hist: Vec::new(),
@@ -350,14 +355,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             nodes: vec![Node::Leaf { value: 0 }],
             values: Vec::new(),
             leaves: Vec::new(),
-            rows: self.rows[p.start..p.end].to_vec(),
+            rows,
         }
     }
 
-    /// Takes a subtree's nodes, values, leaves, gains and row order in: its
-    /// root becomes node `node`, its rows start at `start`, its other nodes
-    /// follow this grower's.
-    fn adopt(&mut self, sub: Grower<'a, 't, R>, (node, start): (usize, usize)) {
+    /// Takes a subtree's nodes, values, leaves and gains in: its root becomes
+    /// node `node`, its rows start at `start`, its other nodes follow this
+    /// grower's.
+    fn adopt(&mut self, sub: Grower<'_, 't, R>, (node, start): (usize, usize)) {
         let base = self.nodes.len() as u32 - 1;
         let value_base = self.values.len() as u32;
         let index = |i: u32| if i == 0 { node as u32 } else { base + i };
@@ -378,7 +383,6 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let shift = |r: std::ops::Range<usize>| r.start + start..r.end + start;
         self.leaves.extend(sub.leaves.into_iter().map(|(offset, r)| (offset + value_base as usize, shift(r))));
         self.gains.extend(sub.gains);
-        self.rows[start..start + sub.rows.len()].copy_from_slice(&sub.rows);
     }
 
     /// Seed 000 "Best-first Strategy": always split the waiting node whose

@@ -571,7 +571,7 @@ mod tests {
             if let Some(s) = best_split(&hist, 3, Criterion::Gini, &c, true) {
                 let SplitRule::Categories { goes_left } = &s.rule else { panic!("categorical rule expected") };
                 let mut left = [0.0; 3];
-                for (_, stats) in hist.chunks_exact(3).enumerate().filter(|(b, _)| goes_left[*b]) {
+                for (stats, _) in hist.chunks_exact(3).zip(goes_left).filter(|(_, &l)| l) {
                     add(&mut left, stats);
                 }
                 proptest::prop_assert_eq!(left.as_slice(), s.left.as_slice());
