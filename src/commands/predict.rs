@@ -24,10 +24,10 @@ pub struct PredictArgs {
     pub proba: bool,
 }
 
-/// Reads and decodes a model file.
+/// Reads and decodes a model file, a piece at a time.
 pub fn load_model(path: &std::path::Path) -> Result<Model, CliError> {
-    let bytes = std::fs::read(path).map_err(CliError::io(path))?;
-    Model::from_bytes(&bytes).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+    let file = std::fs::File::open(path).map_err(CliError::io(path))?;
+    Model::read_from(file).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
 /// Scores every row batch by batch (memory stays bounded) and returns a report.

@@ -152,7 +152,7 @@ pub fn train_boosting(
         algorithm: Algorithm::GradientBoosting,
         label: data.label.clone(),
         features: model_features(data, &matrix),
-        trees,
+        trees: trees.into(),
         voting: Voting::Weighted,
         importance,
         oob_error: None,
@@ -160,7 +160,6 @@ pub fn train_boosting(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
-        flat: Default::default(),
     })
 }
 

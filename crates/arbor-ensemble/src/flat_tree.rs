@@ -1,14 +1,13 @@
-//! Trees flattened for prediction (the kernels' [`FlatNode`] layout), built
-//! once per model on first use and kept beside it.
-
-use std::sync::OnceLock;
+//! Trees in the traversal layout (the kernels' [`FlatNode`]s), the form
+//! prediction walks and model files load into.
 
 use arbor_kernels::{FlatNode, TreeNodes};
-use rayon::prelude::*;
+use arbor_quantize::FeatureType;
 
+use crate::model::Feature;
 use crate::tree::{Node, SplitTest, Tree};
 
-/// A tree in the traversal layout: children side by side, depth first.
+/// A tree in the traversal layout: the two children of a split side by side.
 #[derive(Clone, Debug)]
 pub(crate) struct FlatTree {
     /// The nodes; node 0 is the root.
@@ -20,44 +19,169 @@ pub(crate) struct FlatTree {
     pub sets: Option<Vec<u64>>,
     /// The tests of [`FlatNode::SPECIAL`] splits (LightGBM's zero as missing).
     pub tests: Vec<SplitTest>,
+    /// Leaf outputs, as [`Tree::values`].
+    pub values: Vec<f64>,
 }
 
 impl FlatTree {
-    /// Flattens `tree`.
+    /// Flattens `tree`, a valid tree ([`Tree::validate`]). When each split's
+    /// right child follows its left one, as in every tree arbor grows or
+    /// builds, node `i` stays node `i`, so [`FlatTree::to_tree`] gives `tree`
+    /// back. Other trees are laid out depth first, left subtree first, each
+    /// pair of children placed together when their parent is: a path that
+    /// keeps going left reads consecutive memory.
     pub fn new(tree: &Tree) -> FlatTree {
         let n = tree.nodes.len();
         let depth = tree.shape().depth;
-        let mut flat = FlatTree { nodes: vec![FlatNode::leaf(0, 0); n], depth, sets: None, tests: Vec::new() };
-        // Depth first, left subtree first, each pair of children placed
-        // together when their parent is: a path that keeps going left reads
-        // consecutive memory, which deep trees that miss the cache need.
+        let mut flat = FlatTree {
+            nodes: Vec::with_capacity(n),
+            depth,
+            sets: None,
+            tests: Vec::new(),
+            values: tree.values.clone(),
+        };
+        let adjacent =
+            tree.nodes.iter().all(|node| !matches!(node, Node::Split { left, right, .. } if *right != left + 1));
+        if adjacent {
+            for (i, node) in tree.nodes.iter().enumerate() {
+                let flat_node = flat.node(i as u32, node, |left| left);
+                flat.nodes.push(flat_node);
+            }
+            return flat;
+        }
+        flat.nodes.resize(n, FlatNode::leaf(0, 0));
         let mut stack = vec![(0usize, 0u32)];
         let mut next_free = 1u32;
         while let Some((original, slot)) = stack.pop() {
-            flat.nodes[slot as usize] = match &tree.nodes[original] {
-                Node::Leaf { value } => FlatNode::leaf(slot, *value),
-                Node::Split { feature, test, default_left, left, right } => {
-                    let children = next_free;
-                    next_free += 2;
-                    stack.push((*right as usize, children + 1));
-                    stack.push((*left as usize, children));
-                    match test {
-                        SplitTest::LessOrEqual(t) => FlatNode::split(*feature, *t, *default_left, children),
-                        SplitTest::InCategories(set) => {
-                            let sets = flat.sets.get_or_insert_with(Vec::new);
-                            let offset = sets.len() as u32;
-                            sets.extend_from_slice(set);
-                            FlatNode::categories(*feature, offset, set.len() as u32, *default_left, children)
-                        }
-                        special => {
-                            flat.tests.push(special.clone());
-                            FlatNode::special(*feature, flat.tests.len() as u32 - 1, *default_left, children)
-                        }
-                    }
-                }
-            };
+            let node = &tree.nodes[original];
+            flat.nodes[slot as usize] = flat.node(slot, node, |_| next_free);
+            if let Node::Split { left, right, .. } = node {
+                stack.push((*right as usize, next_free + 1));
+                stack.push((*left as usize, next_free));
+                next_free += 2;
+            }
         }
         flat
+    }
+
+    /// `node` as the flat node at `slot`, its children placed at `children(left)`
+    /// and the next slot; category sets and special tests are appended.
+    fn node(&mut self, slot: u32, node: &Node, children: impl FnOnce(u32) -> u32) -> FlatNode {
+        match node {
+            Node::Leaf { value } => FlatNode::leaf(slot, *value),
+            Node::Split { feature, test, default_left, left, .. } => {
+                let children = children(*left);
+                match test {
+                    SplitTest::LessOrEqual(t) => FlatNode::split(*feature, *t, *default_left, children),
+                    SplitTest::InCategories(set) => {
+                        let sets = self.sets.get_or_insert_with(Vec::new);
+                        let offset = sets.len() as u32;
+                        sets.extend_from_slice(set);
+                        FlatNode::categories(*feature, offset, set.len() as u32, *default_left, children)
+                    }
+                    special => {
+                        self.tests.push(special.clone());
+                        FlatNode::special(*feature, self.tests.len() as u32 - 1, *default_left, children)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The tree as node lists, numbered as here (a split's children are
+    /// `next` and `next + 1`).
+    pub fn to_tree(&self) -> Tree {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|node| {
+                if node.word & FlatNode::LEAF != 0 {
+                    return Node::Leaf { value: node.value() };
+                }
+                let test = if node.word & FlatNode::SPECIAL != 0 {
+                    self.tests[node.threshold as usize].clone()
+                } else if node.word & FlatNode::CATEGORIES != 0 {
+                    let (offset, len) = node.category_words();
+                    SplitTest::InCategories(self.sets.as_deref().unwrap_or_default()[offset..offset + len].to_vec())
+                } else {
+                    SplitTest::LessOrEqual(node.threshold)
+                };
+                Node::Split {
+                    feature: node.word & FlatNode::FEATURE_MASK,
+                    test,
+                    default_left: node.word & FlatNode::DEFAULT_LEFT != 0,
+                    left: node.next,
+                    right: node.next + 1,
+                }
+            })
+            .collect();
+        Tree { nodes, values: self.values.clone() }
+    }
+
+    /// Checks a tree decoded from untrusted bytes so that traversal can never
+    /// go out of bounds or loop, and sets its depth: children come after their
+    /// parent and every node but the root has exactly one parent; features
+    /// exist; categorical features are tested by category sets; thresholds
+    /// are numbers; leaves, sets and special tests point inside their arrays.
+    pub fn check(&mut self, features: &[Feature], leaf_width: usize) -> Result<(), String> {
+        let n = self.nodes.len();
+        if n == 0 {
+            return Err("a tree has no nodes".into());
+        }
+        // 1 + the node's depth, 0 until its parent is seen.
+        let mut depth = vec![0u32; n];
+        depth[0] = 1;
+        let mut deepest = 1;
+        let n_set_words = self.sets.as_ref().map_or(0, Vec::len);
+        for (i, node) in self.nodes.iter().enumerate() {
+            let here = depth[i];
+            if here == 0 {
+                return Err(format!("node {i} has no parent"));
+            }
+            if node.word & FlatNode::LEAF != 0 {
+                let value = node.value() as usize;
+                if node.next as usize != i || value + leaf_width > self.values.len() {
+                    return Err(format!("leaf {i} points past the tree's values"));
+                }
+                deepest = deepest.max(here);
+                continue;
+            }
+            let feature = (node.word & FlatNode::FEATURE_MASK) as usize;
+            let Some(f) = features.get(feature) else {
+                return Err(format!("node {i} tests feature {feature}, but the model has {}", features.len()));
+            };
+            let categories = node.word & FlatNode::CATEGORIES != 0;
+            if f.kind == FeatureType::Categorical && !categories {
+                return Err(format!("node {i}: a split does not fit the type of its feature"));
+            }
+            let threshold_nan = if node.word & FlatNode::SPECIAL != 0 {
+                let test = self.tests.get(node.threshold as usize).ok_or_else(|| format!("node {i} has no test"))?;
+                test.threshold().is_some_and(f64::is_nan)
+            } else if categories {
+                let (offset, len) = node.category_words();
+                if offset + len > n_set_words {
+                    return Err(format!("node {i}'s category set runs past the tree's sets"));
+                }
+                false
+            } else {
+                node.threshold.is_nan()
+            };
+            if threshold_nan {
+                return Err(format!("node {i}: a split has a NaN threshold"));
+            }
+            let left = node.next as usize;
+            if left <= i || left + 1 >= n {
+                return Err(format!("node {i} has an invalid child {left}"));
+            }
+            for child in [left, left + 1] {
+                if depth[child] != 0 {
+                    return Err(format!("node {child} has 2 parents"));
+                }
+                depth[child] = here + 1;
+            }
+        }
+        self.depth = deepest as usize - 1;
+        Ok(())
     }
 
     /// The tree as the traversal kernel reads it.
@@ -69,36 +193,6 @@ impl FlatTree {
     #[inline]
     pub fn special(&self, test: u32, x: f64) -> bool {
         self.tests[test as usize].goes_left(x)
-    }
-}
-
-/// The flattened trees of a model, built on first use. It is not part of the
-/// model's identity: clones start empty and every cache compares equal.
-#[derive(Default)]
-pub(crate) struct FlatCache(OnceLock<Vec<FlatTree>>);
-
-impl FlatCache {
-    /// The flattened `trees`, building them the first time.
-    pub fn get(&self, trees: &[Tree]) -> &[FlatTree] {
-        self.0.get_or_init(|| trees.par_iter().map(FlatTree::new).collect())
-    }
-}
-
-impl Clone for FlatCache {
-    fn clone(&self) -> Self {
-        FlatCache::default()
-    }
-}
-
-impl PartialEq for FlatCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for FlatCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FlatCache")
     }
 }
 

@@ -158,7 +158,7 @@ pub fn train_forest_with_oob(
         algorithm: Algorithm::RandomForest,
         label: data.label.clone(),
         features: model_features(data, &matrix),
-        trees: tree_list,
+        trees: tree_list.into(),
         voting: fp.voting,
         importance,
         oob_error: oob.as_ref().map(|o| o.error),
@@ -166,7 +166,6 @@ pub fn train_forest_with_oob(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
-        flat: Default::default(),
     };
     Ok((model, oob))
 }

@@ -43,6 +43,7 @@ mod summary;
 mod tree;
 mod tree_builder;
 mod tree_columns;
+mod trees;
 mod xgboost_json;
 
 pub use boosting::train_boosting;
@@ -60,6 +61,7 @@ pub use params::{
 };
 pub use predict::Predictions;
 pub use tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
+pub use trees::Trees;
 
 /// Boosting reports its training loss every this many rounds.
 pub const TRAIN_LOSS_EVERY: usize = 10;

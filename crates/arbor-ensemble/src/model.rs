@@ -3,9 +3,8 @@
 use arbor_quantize::{BinMapper, FeatureType};
 use serde::{Deserialize, Serialize};
 
-use crate::flat_tree::FlatCache;
 use crate::label::LabelInfo;
-use crate::tree::Tree;
+use crate::trees::Trees;
 use crate::{Algorithm, Loss, Task, Voting};
 
 /// What a boosted model adds to its trees: how their outputs combine.
@@ -60,7 +59,7 @@ pub struct Model {
     /// The features, in the order trees index them.
     pub features: Vec<Feature>,
     /// The trees.
-    pub trees: Vec<Tree>,
+    pub trees: Trees,
     /// How classification votes are combined.
     pub voting: Voting,
     /// Importance per feature, when computed: for forests MDI, MDA raw or MDA
@@ -78,9 +77,6 @@ pub struct Model {
     pub skipped_null_labels: u64,
     /// Gradient boosting's base score and output layout (`None` for forests).
     pub boosting: Option<Boosting>,
-    /// The trees flattened for prediction, built on first use.
-    #[serde(skip)]
-    pub(crate) flat: FlatCache,
 }
 
 impl Model {

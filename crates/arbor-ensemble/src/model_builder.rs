@@ -23,6 +23,7 @@ use arbor_quantize::{BinMapper, FeatureType};
 use crate::label::{Classes, LabelInfo};
 use crate::model::{Boosting, Feature, Model};
 use crate::tree::{Node, SplitTest, Tree};
+use crate::trees::Trees;
 use crate::{Algorithm, ArborError, Loss, Result, Task, Voting};
 
 /// A feature of a hand-built model.
@@ -230,7 +231,7 @@ impl ModelBuilder {
             algorithm: Algorithm::RandomForest,
             label,
             features,
-            trees: Vec::new(),
+            trees: Trees::default(),
             voting: Voting::Weighted,
             importance: None,
             oob_error: None,
@@ -238,7 +239,6 @@ impl ModelBuilder {
             training_rows: 0,
             skipped_null_labels: 0,
             boosting: None,
-            flat: Default::default(),
         };
         Ok(ModelBuilder { model })
     }

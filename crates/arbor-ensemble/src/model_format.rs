@@ -16,14 +16,19 @@
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
+//! [`Model::read_from`] decodes while it reads, a batch of trees at a time,
+//! hashing as it goes: a model file is never held whole in memory, and its
+//! trees land directly in the flat layout prediction walks.
+
+use std::io::{Read, Write};
 
 use rayon::prelude::*;
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-use crate::flat_tree::FlatCache;
 use crate::model::Model;
 use crate::tree::{Node, SplitTest, Tree};
 use crate::tree_columns;
+use crate::trees::Trees;
 use crate::{ArborError, Loss, Result, Task};
 use arbor_quantize::FeatureType;
 
@@ -42,7 +47,7 @@ impl Model {
             algorithm: self.algorithm,
             label: self.label.clone(),
             features: self.features.clone(),
-            trees: Vec::new(),
+            trees: Trees::default(),
             voting: self.voting,
             importance: self.importance.clone(),
             oob_error: self.oob_error,
@@ -50,7 +55,6 @@ impl Model {
             training_rows: self.training_rows,
             skipped_null_labels: self.skipped_null_labels,
             boosting: self.boosting.clone(),
-            flat: FlatCache::default(),
         };
         let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
         // The payload is written in place after the header, whose length and
@@ -70,53 +74,43 @@ impl Model {
 
     /// Decodes and validates model bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
-        let (len, checksum) = fingerprint(bytes).ok_or_else(|| {
-            if bytes.len() >= MAGIC.len() && &bytes[..MAGIC.len()] != MAGIC {
-                ArborError::Model("not an arbor model (the file does not start with ARBORMDL)".into())
-            } else {
-                ArborError::Model(format!(
-                    "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
-                    bytes.len()
-                ))
-            }
-        })?;
-        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-        if version != 1 && version != FORMAT_VERSION {
-            return Err(ArborError::Model(format!(
-                "format version {version} is not supported (this build reads versions 1 to {FORMAT_VERSION})"
-            )));
-        }
-        let payload = &bytes[HEADER_LEN..];
-        if payload.len() as u64 != len {
-            return Err(ArborError::Model(format!(
-                "truncated or padded: the header announces {len} payload bytes, found {}",
-                payload.len()
-            )));
-        }
-        if xxh3_64(payload) != checksum {
-            return Err(ArborError::Model("corrupt: the payload does not match its checksum".into()));
-        }
-        let corrupt = |e: String| ArborError::Model(format!("corrupt payload: {e}"));
-        let model = if version == 1 {
-            postcard::from_bytes(payload).map_err(|e| corrupt(e.to_string()))?
-        } else {
-            let len = payload.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-            let (rest, trees) = len
-                .and_then(|len| payload[8..].split_at_checked(usize::try_from(len).ok()?))
-                .ok_or_else(|| corrupt("the model's length runs past the payload".into()))?;
-            let mut model: Model = postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string()))?;
-            if !model.trees.is_empty() {
-                return Err(corrupt("trees inside the model's header".into()));
-            }
-            model.trees = tree_columns::decode(trees).map_err(corrupt)?;
-            model
-        };
+        Model::read_from(bytes)
+    }
+
+    /// Reads, decodes and validates a model from `reader` (a model file, say)
+    /// piece by piece: the trees decode a few at a time as they arrive, so no
+    /// copy of the whole file is ever held.
+    pub fn read_from(reader: impl Read) -> Result<Model> {
+        let mut payload = Payload::open(reader)?;
+        let decoded = payload.decode();
+        // A payload of the wrong length or checksum is reported as such, even
+        // when its bytes also failed to decode.
+        payload.finish()?;
+        let model = decoded.map_err(|e| ArborError::Model(format!("corrupt payload: {e}")))?;
         model.validate().map_err(ArborError::Model)?;
         Ok(model)
     }
 
-    /// Checks that the model is internally consistent.
+    /// Checks that the model is internally consistent. Trees decoded into
+    /// the flat layout were checked as they decoded; node lists are checked here.
     pub fn validate(&self) -> std::result::Result<(), String> {
+        self.validate_header()?;
+        if self.trees.is_empty() {
+            return Err("the model has no trees".into());
+        }
+        if let Some(b) = &self.boosting {
+            if self.trees.len() % b.outputs != 0 {
+                return Err(format!("{} trees do not fit {} outputs per round", self.trees.len(), b.outputs));
+            }
+        }
+        match self.trees.lists_if_built() {
+            Some(trees) => self.validate_trees(trees),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks everything but the trees' nodes.
+    fn validate_header(&self) -> std::result::Result<(), String> {
         let n_features = self.features.len();
         if n_features == 0 {
             return Err("the model has no features".into());
@@ -138,9 +132,6 @@ impl Model {
                 return Err(format!("{} importances for {n_features} features", imp.len()));
             }
         }
-        if self.trees.is_empty() {
-            return Err("the model has no trees".into());
-        }
         if let Some(b) = &self.boosting {
             let outputs = match (b.loss, self.task) {
                 (Loss::Squared, Task::Regression) | (Loss::Logistic, Task::Classification) => 1,
@@ -150,15 +141,20 @@ impl Model {
             if b.loss == Loss::Logistic && self.value_len() != 2 {
                 return Err("a logistic model must have two classes".into());
             }
-            if b.outputs != outputs || b.base_score.len() != outputs || self.trees.len() % outputs != 0 {
+            if b.outputs != outputs || b.base_score.len() != outputs {
                 return Err(format!(
-                    "{} trees and {} base scores do not fit {} outputs per round",
-                    self.trees.len(),
+                    "{} base scores and {} outputs per round do not fit the model's {outputs} outputs",
                     b.base_score.len(),
                     b.outputs
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Checks trees in node lists: their structure, and that their splits fit the features.
+    fn validate_trees(&self, trees: &[Tree]) -> std::result::Result<(), String> {
+        let n_features = self.features.len();
         let leaf_width = self.leaf_width();
         let check_tree = |(t, tree): (usize, &Tree)| -> std::result::Result<(), String> {
             tree.validate(n_features, leaf_width).map_err(|e| format!("tree {t}: {e}"))?;
@@ -177,11 +173,140 @@ impl Model {
             Ok(())
         };
         // In parallel, but the error reported is the first tree's, whatever the threads.
-        match self.trees.par_iter().enumerate().find_map_first(|t| check_tree(t).err()) {
+        match trees.par_iter().enumerate().find_map_first(|t| check_tree(t).err()) {
             Some(first) => Err(first),
             None => Ok(()),
         }
     }
+}
+
+/// The payload of a model file, read in order and hashed as it goes.
+pub(crate) struct Payload<R> {
+    reader: R,
+    version: u32,
+    /// The payload's length and checksum, as the header announces them.
+    announced: u64,
+    checksum: u64,
+    /// Payload bytes read so far.
+    read: u64,
+    hasher: Xxh3,
+}
+
+impl<R: Read> Payload<R> {
+    /// Reads and checks the header.
+    fn open(mut reader: R) -> Result<Payload<R>> {
+        let mut header = Vec::with_capacity(HEADER_LEN);
+        (&mut reader).take(HEADER_LEN as u64).read_to_end(&mut header).map_err(read_error)?;
+        let (announced, checksum) = fingerprint(&header).ok_or_else(|| {
+            if header.len() >= MAGIC.len() && &header[..MAGIC.len()] != MAGIC {
+                ArborError::Model("not an arbor model (the file does not start with ARBORMDL)".into())
+            } else {
+                ArborError::Model(format!(
+                    "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
+                    header.len()
+                ))
+            }
+        })?;
+        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        if version != 1 && version != FORMAT_VERSION {
+            return Err(ArborError::Model(format!(
+                "format version {version} is not supported (this build reads versions 1 to {FORMAT_VERSION})"
+            )));
+        }
+        Ok(Payload { reader, version, announced, checksum, read: 0, hasher: Xxh3::new() })
+    }
+
+    /// A payload of `len` bytes with no header around it, for tests.
+    #[cfg(test)]
+    pub(crate) fn unframed(reader: R, len: u64) -> Payload<R> {
+        Payload { reader, version: FORMAT_VERSION, announced: len, checksum: 0, read: 0, hasher: Xxh3::new() }
+    }
+
+    /// Payload bytes not read yet (as announced).
+    pub(crate) fn remaining(&self) -> u64 {
+        self.announced - self.read
+    }
+
+    /// Replaces `buf` with the next `len` payload bytes; an error when the
+    /// payload, as announced or as found, ends first.
+    pub(crate) fn read_into(&mut self, buf: &mut Vec<u8>, len: u64) -> std::result::Result<(), String> {
+        if len > self.remaining() {
+            return Err(format!("truncated: {len} bytes wanted, {} left", self.remaining()));
+        }
+        buf.clear();
+        let got = (&mut self.reader).take(len).read_to_end(buf).map_err(|e| e.to_string())?;
+        self.hasher.update(buf);
+        self.read += got as u64;
+        if (got as u64) < len {
+            return Err("the payload ends early".into());
+        }
+        Ok(())
+    }
+
+    /// The next little-endian u64 of the payload.
+    pub(crate) fn u64(&mut self) -> std::result::Result<u64, String> {
+        let mut buf = Vec::with_capacity(8);
+        self.read_into(&mut buf, 8)?;
+        Ok(u64::from_le_bytes(buf[..].try_into().expect("8 bytes")))
+    }
+
+    /// The model in the payload, its bytes not yet known to be intact.
+    fn decode(&mut self) -> std::result::Result<Model, String> {
+        let mut bytes = Vec::new();
+        if self.version == 1 {
+            self.read_into(&mut bytes, self.announced)?;
+            return postcard::from_bytes(&bytes).map_err(|e| e.to_string());
+        }
+        let len = self.u64()?;
+        self.read_into(&mut bytes, len).map_err(|_| "the model's length runs past the payload".to_string())?;
+        let mut model: Model = postcard::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        if !model.trees.is_empty() {
+            return Err("trees inside the model's header".into());
+        }
+        // The features are checked before the trees that index them.
+        model.validate_header()?;
+        model.trees = tree_columns::read(self, &model.features, model.leaf_width())?;
+        match self.remaining() {
+            0 => Ok(model),
+            extra => Err(format!("{extra} unexpected bytes after the last tree")),
+        }
+    }
+
+    /// Reads the rest of the input; checks the payload's length and checksum.
+    fn finish(mut self) -> Result<()> {
+        let mut rest = HashingWriter(&mut self.hasher, 0);
+        std::io::copy(&mut self.reader, &mut rest).map_err(read_error)?;
+        let found = self.read + rest.1;
+        if found != self.announced {
+            return Err(ArborError::Model(format!(
+                "truncated or padded: the header announces {} payload bytes, found {found}",
+                self.announced
+            )));
+        }
+        if self.hasher.digest() != self.checksum {
+            return Err(ArborError::Model("corrupt: the payload does not match its checksum".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Hashes and counts what is written to it.
+struct HashingWriter<'a>(&'a mut Xxh3, u64);
+
+impl Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        self.1 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn read_error(e: std::io::Error) -> ArborError {
+    ArborError::Model(format!("cannot read the model: {e}"))
 }
 
 /// Payload length and checksum of model bytes, read from the header alone:
@@ -193,4 +318,69 @@ pub fn fingerprint(bytes: &[u8]) -> Option<(u64, u64)> {
     let len = u64::from_le_bytes(bytes[12..20].try_into().ok()?);
     let checksum = u64::from_le_bytes(bytes[20..28].try_into().ok()?);
     Some((len, checksum))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model_builder::{BuilderFeature, ModelBuilder, Side, TreeBuilder};
+    use crate::tree::SplitTest;
+
+    use super::*;
+
+    /// Three stumps on one feature.
+    fn model() -> Model {
+        let mut builder = ModelBuilder::regression("y", vec![BuilderFeature::numeric("x")]).unwrap();
+        for t in 0..3 {
+            let mut tree = TreeBuilder::new();
+            let root = tree.add_split(None, 0, SplitTest::LessOrEqual(t as f64), false).unwrap();
+            tree.add_leaf(Some((root, Side::Left)), &[-1.0]).unwrap();
+            tree.add_leaf(Some((root, Side::Right)), &[t as f64]).unwrap();
+            builder.add_tree(tree).unwrap();
+        }
+        builder.build().unwrap()
+    }
+
+    /// Hands out at most `step` bytes per read, as a pipe or socket may.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_model_read_in_small_pieces_is_the_model_written() {
+        let m = model();
+        let bytes = m.to_bytes();
+        for step in [1, 3, 8, 1000] {
+            let read = Model::read_from(Trickle(&bytes, step)).unwrap();
+            assert!(read.trees.lists_if_built().is_none(), "read into the flat layout");
+            assert_eq!(read.to_bytes(), bytes, "pieces of {step} bytes");
+            assert_eq!(read, m);
+        }
+    }
+
+    #[test]
+    fn length_and_checksum_errors_come_before_decoding_errors() {
+        let bytes = model().to_bytes();
+        // the last tree's last leaf value, changed: only the checksum tells
+        let mut bad = bytes.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        let e = Model::from_bytes(&bad).unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+        let e = Model::from_bytes(&bytes[..bytes.len() - 5]).unwrap_err().to_string();
+        assert!(
+            e.contains("truncated or padded") && e.contains(&format!("found {}", bytes.len() - 5 - HEADER_LEN)),
+            "{e}"
+        );
+        let mut long = bytes.clone();
+        long.extend_from_slice(&[0; 3]);
+        let e = Model::from_bytes(&long).unwrap_err().to_string();
+        assert!(e.contains("truncated or padded"), "{e}");
+    }
 }

@@ -156,7 +156,7 @@ impl Model {
         let width = self.value_len();
         let n_features = columns.len().max(1);
         let block = block_rows(n_rows, n_features, rayon::current_num_threads());
-        let flat = self.flat.get(&self.trees);
+        let flat = self.trees.flat();
         let mut values = vec![0.0; n_rows * width];
         values.par_chunks_mut(block * width).enumerate().for_each(|(b, out)| {
             let start = b * block;
@@ -181,8 +181,8 @@ impl Model {
     fn forest_block(&self, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;
-        for (t, tree) in self.trees.iter().enumerate() {
-            block.for_each_leaf(&flat[t], |i, leaf| {
+        for tree in flat {
+            block.for_each_leaf(tree, |i, leaf| {
                 let leaf_values = &tree.values[leaf..leaf + width];
                 let row_out = &mut out[i * width..(i + 1) * width];
                 if unweighted {
@@ -194,7 +194,7 @@ impl Model {
                 }
             });
         }
-        let n_trees = self.trees.len() as f64;
+        let n_trees = flat.len() as f64;
         out.iter_mut().for_each(|v| *v /= n_trees);
     }
 
@@ -208,9 +208,9 @@ impl Model {
         for row_raw in raw.chunks_exact_mut(k) {
             row_raw.copy_from_slice(&boosting.base_score);
         }
-        for (t, tree) in self.trees.iter().enumerate() {
+        for (t, tree) in flat.iter().enumerate() {
             let output = t % k;
-            block.for_each_leaf(&flat[t], |i, leaf| raw[i * k + output] += tree.values[leaf]);
+            block.for_each_leaf(tree, |i, leaf| raw[i * k + output] += tree.values[leaf]);
         }
         for (row_out, row_raw) in out.chunks_exact_mut(width).zip(raw.chunks_exact(k)) {
             boosting.loss.link(row_raw, row_out);

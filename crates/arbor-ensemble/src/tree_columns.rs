@@ -6,7 +6,8 @@
 //! length. Decoding is a few straight passes over those arrays instead of a
 //! variable-length read per field, and the trees decode in parallel: a
 //! 100 MB forest loads several times faster than through the field-by-field
-//! encoding of format 1.
+//! encoding of format 1. Trees whose siblings are adjacent (all that arbor
+//! writes) decode straight into the flat traversal layout, node for node.
 //!
 //! ```text
 //! u64 tree count, then per tree: u64 section length, then the section:
@@ -20,9 +21,16 @@
 //!   f64 values[]
 //! ```
 
+use std::io::Read;
+
+use arbor_kernels::FlatNode;
 use rayon::prelude::*;
 
+use crate::flat_tree::FlatTree;
+use crate::model::Feature;
+use crate::model_format::Payload;
 use crate::tree::{Node, SplitTest, Tree};
+use crate::trees::Trees;
 
 /// The node is a split (otherwise a leaf).
 const SPLIT: u8 = 1;
@@ -48,23 +56,67 @@ pub(crate) fn encode(trees: &[Tree], out: &mut Vec<u8>) {
     }
 }
 
-/// Decodes trees written by [`encode`], checking every length; `bytes`
-/// must hold them exactly.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Tree>, String> {
-    let mut reader = Reader(bytes);
-    let n_trees = reader.u64()?;
+/// Trees read at a time: enough to keep every thread decoding, few enough
+/// that their sections' buffers, reused from batch to batch, stay small.
+const BATCH: usize = 16;
+
+/// A tree as decoded: in the flat layout when its siblings are adjacent.
+enum Decoded {
+    Flat(FlatTree),
+    Lists(Tree),
+}
+
+/// Reads the trees written by [`encode`] from a model's payload, checking
+/// every length, a batch of trees at a time. Trees whose splits all have
+/// their right child right after their left one (every tree arbor writes)
+/// decode straight into the flat layout prediction walks, checked against
+/// the model's `features` and `leaf_width`; any other tree makes the model
+/// hold node lists, which [`crate::Model::validate`] checks.
+pub(crate) fn read<R: Read>(
+    payload: &mut Payload<R>,
+    features: &[Feature],
+    leaf_width: usize,
+) -> Result<Trees, String> {
+    let n_trees = payload.u64()?;
+    let mut buffers: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::new()).collect();
     // Not preallocated from the count: a corrupt count runs out of bytes instead.
-    let mut sections = Vec::new();
-    for _ in 0..n_trees {
-        let len = usize::try_from(reader.u64()?).map_err(|_| "a tree section is too long".to_string())?;
-        sections.push(reader.take(len)?);
+    let mut trees = Vec::new();
+    let mut first = 0;
+    while first < n_trees {
+        let batch = (n_trees - first).min(BATCH as u64) as usize;
+        for buffer in &mut buffers[..batch] {
+            let len = payload.u64()?;
+            payload.read_into(buffer, len)?;
+        }
+        let decoded: Vec<Decoded> = buffers[..batch]
+            .par_iter()
+            .enumerate()
+            .map(|(i, section)| {
+                decode(section, features, leaf_width).map_err(|e| format!("tree {}: {e}", first + i as u64))
+            })
+            .collect::<Result<_, _>>()?;
+        trees.extend(decoded);
+        first += batch as u64;
     }
-    reader.finish("after the last tree")?;
-    sections
-        .par_iter()
-        .enumerate()
-        .map(|(t, section)| decode_tree(section).map_err(|e| format!("tree {t}: {e}")))
-        .collect()
+    if trees.iter().all(|t| matches!(t, Decoded::Flat(_))) {
+        let flat = trees.into_iter().filter_map(|t| if let Decoded::Flat(f) = t { Some(f) } else { None });
+        return Ok(Trees::from_flat(flat.collect()));
+    }
+    let lists = trees.into_iter().map(|t| match t {
+        Decoded::Flat(flat) => flat.to_tree(),
+        Decoded::Lists(tree) => tree,
+    });
+    Ok(Trees::from(lists.collect::<Vec<_>>()))
+}
+
+/// Decodes one tree section.
+fn decode(section: &[u8], features: &[Feature], leaf_width: usize) -> Result<Decoded, String> {
+    let columns = Columns::read(section)?;
+    if columns.siblings_adjacent() {
+        columns.flat_tree(features, leaf_width).map(Decoded::Flat)
+    } else {
+        columns.tree().map(Decoded::Lists)
+    }
 }
 
 fn encode_tree(tree: &Tree) -> Vec<u8> {
@@ -113,60 +165,142 @@ fn encode_tree(tree: &Tree) -> Vec<u8> {
     out
 }
 
-fn decode_tree(section: &[u8]) -> Result<Tree, String> {
-    let mut reader = Reader(section);
-    let mut counts = [0usize; 5];
-    for count in &mut counts {
-        *count = reader.u32()? as usize;
-    }
-    let [n, n_thresholds, n_sets, n_set_words, n_values] = counts;
-    let flags = reader.take(n)?;
-    let n_splits = flags.iter().filter(|&&f| f & SPLIT != 0).count();
-    let mut words = u32s(reader.array(n, 4)?);
-    let mut children = u32s(reader.array(n_splits, 8)?);
-    let mut set_lens = u32s(reader.array(n_sets, 4)?);
-    let mut thresholds = reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at);
-    let mut set_words =
-        reader.array(n_set_words, 8)?.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
-    let values = reader.array(n_values, 8)?.chunks_exact(8).map(f64_at).collect();
-    reader.finish("after the leaf values")?;
+/// One tree section's arrays, their lengths checked.
+struct Columns<'a> {
+    flags: &'a [u8],
+    words: &'a [u8],
+    children: &'a [u8],
+    set_lens: &'a [u8],
+    thresholds: &'a [u8],
+    set_words: &'a [u8],
+    values: &'a [u8],
+}
 
-    let short = |what: &str| format!("fewer {what} than its nodes use");
-    let mut nodes = Vec::with_capacity(n);
-    for (i, &flag) in flags.iter().enumerate() {
-        let word = words.next().expect("one word per node");
-        if flag & !KNOWN != 0 || (flag & CATEGORIES != 0 && flag & ZERO_AS_MISSING != 0) {
-            return Err(format!("node {i} has unknown flags {flag:#04x}"));
+impl<'a> Columns<'a> {
+    fn read(section: &'a [u8]) -> Result<Columns<'a>, String> {
+        let mut reader = Reader(section);
+        let mut counts = [0usize; 5];
+        for count in &mut counts {
+            *count = reader.u32()? as usize;
         }
-        if flag & SPLIT == 0 {
-            if flag != 0 {
-                return Err(format!("leaf {i} has split flags {flag:#04x}"));
-            }
-            nodes.push(Node::Leaf { value: word });
-            continue;
+        let [n, n_thresholds, n_sets, n_set_words, n_values] = counts;
+        let flags = reader.take(n)?;
+        if let Some(i) =
+            flags.iter().position(|&f| f & !KNOWN != 0 || (f & CATEGORIES != 0 && f & ZERO_AS_MISSING != 0))
+        {
+            return Err(format!("node {i} has unknown flags {:#04x}", flags[i]));
         }
-        let test = if flag & CATEGORIES != 0 {
-            let len = set_lens.next().ok_or_else(|| short("category sets"))? as usize;
-            let set: Vec<u64> = set_words.by_ref().take(len).collect();
-            if set.len() != len {
-                return Err(short("category words"));
-            }
-            SplitTest::InCategories(set)
-        } else {
-            let threshold = thresholds.next().ok_or_else(|| short("thresholds"))?;
-            if flag & ZERO_AS_MISSING != 0 {
-                SplitTest::ZeroAsMissing { threshold, zero_left: flag & ZERO_LEFT != 0 }
-            } else {
-                SplitTest::LessOrEqual(threshold)
-            }
+        if let Some(i) = flags.iter().position(|&f| f & SPLIT == 0 && f != 0) {
+            return Err(format!("leaf {i} has split flags {:#04x}", flags[i]));
+        }
+        let n_splits = flags.iter().filter(|&&f| f & SPLIT != 0).count();
+        let columns = Columns {
+            flags,
+            words: reader.array(n, 4)?,
+            children: reader.array(n_splits, 8)?,
+            set_lens: reader.array(n_sets, 4)?,
+            thresholds: reader.array(n_thresholds, 8)?,
+            set_words: reader.array(n_set_words, 8)?,
+            values: reader.array(n_values, 8)?,
         };
-        let (left, right) = (children.next().expect("two per split"), children.next().expect("two per split"));
-        nodes.push(Node::Split { feature: word, test, default_left: flag & DEFAULT_LEFT != 0, left, right });
+        reader.finish("after the leaf values")?;
+        let count = |kind: u8| flags.iter().filter(|&&f| f & kind != 0).count();
+        let n_categories = count(CATEGORIES);
+        if n_categories != n_sets || n_splits - n_categories != n_thresholds {
+            return Err("more or fewer thresholds or category sets than its nodes use".into());
+        }
+        if u32s(columns.set_lens).map(|l| l as usize).sum::<usize>() != n_set_words {
+            return Err("more or fewer category words than its sets use".into());
+        }
+        Ok(columns)
     }
-    if thresholds.next().is_some() || set_lens.next().is_some() || set_words.next().is_some() {
-        return Err("more thresholds or category sets than its nodes use".into());
+
+    /// Every split's right child comes right after its left one.
+    fn siblings_adjacent(&self) -> bool {
+        self.children.chunks_exact(8).all(|c| {
+            let [left, right] = [&c[..4], &c[4..]].map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+            left.checked_add(1) == Some(right)
+        })
     }
-    Ok(Tree { nodes, values })
+
+    /// The tree in node lists.
+    fn tree(&self) -> Result<Tree, String> {
+        let mut words = u32s(self.words);
+        let mut children = u32s(self.children);
+        let mut set_lens = u32s(self.set_lens);
+        let mut thresholds = self.thresholds.chunks_exact(8).map(f64_at);
+        let mut set_words = self.set_words.chunks_exact(8).map(u64_at);
+        let mut nodes = Vec::with_capacity(self.flags.len());
+        for &flag in self.flags {
+            let word = words.next().expect("one word per node");
+            if flag & SPLIT == 0 {
+                nodes.push(Node::Leaf { value: word });
+                continue;
+            }
+            // The counts were checked against the flags: the arrays do not run out.
+            let test = if flag & CATEGORIES != 0 {
+                let len = set_lens.next().expect("a set per category split") as usize;
+                SplitTest::InCategories(set_words.by_ref().take(len).collect())
+            } else {
+                let threshold = thresholds.next().expect("a threshold per numeric split");
+                if flag & ZERO_AS_MISSING != 0 {
+                    SplitTest::ZeroAsMissing { threshold, zero_left: flag & ZERO_LEFT != 0 }
+                } else {
+                    SplitTest::LessOrEqual(threshold)
+                }
+            };
+            let (left, right) = (children.next().expect("two per split"), children.next().expect("two per split"));
+            nodes.push(Node::Split { feature: word, test, default_left: flag & DEFAULT_LEFT != 0, left, right });
+        }
+        Ok(Tree { nodes, values: self.values.chunks_exact(8).map(f64_at).collect() })
+    }
+
+    /// The tree in the flat layout, node `i` staying node `i` (the caller
+    /// made sure siblings are adjacent), checked.
+    fn flat_tree(&self, features: &[Feature], leaf_width: usize) -> Result<FlatTree, String> {
+        let mut words = u32s(self.words);
+        let mut lefts = self.children.chunks_exact(8).map(|c| u32::from_le_bytes(c[..4].try_into().expect("4 bytes")));
+        let mut set_lens = u32s(self.set_lens);
+        let mut thresholds = self.thresholds.chunks_exact(8).map(f64_at);
+        let has_sets = !self.set_lens.is_empty();
+        let mut flat = FlatTree {
+            nodes: Vec::with_capacity(self.flags.len()),
+            depth: 0,
+            sets: has_sets.then(|| self.set_words.chunks_exact(8).map(u64_at).collect()),
+            tests: Vec::new(),
+            values: self.values.chunks_exact(8).map(f64_at).collect(),
+        };
+        let mut set_offset = 0u32;
+        for (i, &flag) in self.flags.iter().enumerate() {
+            let word = words.next().expect("one word per node");
+            if flag & SPLIT == 0 {
+                flat.nodes.push(FlatNode::leaf(i as u32, word));
+                continue;
+            }
+            // A feature index too large would reach the flag bits of the node.
+            if word as usize >= features.len() {
+                return Err(format!("node {i} tests feature {word}, but the model has {}", features.len()));
+            }
+            let left = lefts.next().expect("a pair per split");
+            let default_left = flag & DEFAULT_LEFT != 0;
+            flat.nodes.push(if flag & CATEGORIES != 0 {
+                let len = set_lens.next().expect("a set per category split");
+                let node = FlatNode::categories(word, set_offset, len, default_left, left);
+                set_offset += len;
+                node
+            } else {
+                let threshold = thresholds.next().expect("a threshold per numeric split");
+                if flag & ZERO_AS_MISSING != 0 {
+                    flat.tests.push(SplitTest::ZeroAsMissing { threshold, zero_left: flag & ZERO_LEFT != 0 });
+                    FlatNode::special(word, flat.tests.len() as u32 - 1, default_left, left)
+                } else {
+                    FlatNode::split(word, threshold, default_left, left)
+                }
+            });
+        }
+        flat.check(features, leaf_width)?;
+        Ok(flat)
+    }
 }
 
 /// Little-endian u32s of `bytes` (a multiple of 4 long).
@@ -176,6 +310,10 @@ fn u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
 
 fn f64_at(bytes: &[u8]) -> f64 {
     f64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+}
+
+fn u64_at(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
 }
 
 /// Reads consecutive pieces of a byte slice, failing cleanly at its end.
@@ -200,10 +338,6 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
-    fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-
     fn finish(&self, place: &str) -> Result<(), String> {
         match self.0.len() {
             0 => Ok(()),
@@ -214,6 +348,8 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
+    use arbor_quantize::{BinMapper, FeatureType};
+
     use super::*;
 
     fn tree() -> Tree {
@@ -243,12 +379,88 @@ mod tests {
         }
     }
 
+    /// Three numeric features (a numeric feature may hold category codes).
+    fn features() -> Vec<Feature> {
+        (0..3)
+            .map(|i| Feature {
+                name: format!("x{i}"),
+                data_type: "Float64".into(),
+                kind: FeatureType::Numeric,
+                mapper: BinMapper::Numeric { edges: vec![0.0] },
+            })
+            .collect()
+    }
+
+    /// Reads `bytes`, which must hold the trees exactly.
+    fn decode(bytes: &[u8]) -> Result<Trees, String> {
+        let mut payload = Payload::unframed(bytes, bytes.len() as u64);
+        let trees = read(&mut payload, &features(), 2)?;
+        match payload.remaining() {
+            0 => Ok(trees),
+            extra => Err(format!("{extra} unexpected bytes")),
+        }
+    }
+
     #[test]
     fn every_kind_of_node_round_trips() {
-        let trees = vec![tree(), Tree { nodes: vec![Node::Leaf { value: 0 }], values: vec![3.0] }];
+        let trees = vec![tree(), Tree { nodes: vec![Node::Leaf { value: 0 }], values: vec![3.0, 3.0] }];
         let mut bytes = Vec::new();
         encode(&trees, &mut bytes);
-        assert_eq!(decode(&bytes).unwrap(), trees);
+        let decoded = decode(&bytes).unwrap();
+        assert!(decoded.lists_if_built().is_none(), "adjacent siblings decode into the flat layout");
+        assert_eq!(decoded.flat()[0].depth, 2);
+        assert_eq!(*decoded, trees);
+    }
+
+    #[test]
+    fn trees_with_siblings_apart_decode_into_node_lists() {
+        // the root's children swapped: right before left
+        let mut apart = tree();
+        apart.nodes[0] =
+            Node::Split { feature: 2, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 2, right: 1 };
+        let mut bytes = Vec::new();
+        encode(&[apart.clone()], &mut bytes);
+        let decoded = decode(&bytes).unwrap();
+        assert!(decoded.lists_if_built().is_some());
+        assert_eq!(*decoded, [apart]);
+    }
+
+    #[test]
+    fn flat_trees_are_checked_as_they_decode() {
+        let corrupt = |edit: &dyn Fn(&mut Tree)| {
+            let mut t = tree();
+            edit(&mut t);
+            let mut bytes = Vec::new();
+            encode(&[t], &mut bytes);
+            decode(&bytes).unwrap_err()
+        };
+        let e = corrupt(&|t| {
+            t.nodes[0] =
+                Node::Split { feature: 7, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 1, right: 2 }
+        });
+        assert!(e.contains("tests feature 7, but the model has 3"), "{e}");
+        let e = corrupt(&|t| t.nodes[6] = Node::Leaf { value: 7 });
+        assert!(e.contains("leaf 6 points past"), "{e}");
+        let e = corrupt(&|t| {
+            t.nodes[2] = Node::Split {
+                feature: 1,
+                test: SplitTest::LessOrEqual(f64::NAN),
+                default_left: false,
+                left: 5,
+                right: 6,
+            }
+        });
+        assert!(e.contains("NaN threshold"), "{e}");
+        let e = corrupt(&|t| {
+            t.nodes[2] =
+                Node::Split { feature: 1, test: SplitTest::LessOrEqual(0.0), default_left: false, left: 3, right: 4 }
+        });
+        assert!(e.contains("2 parents"), "{e}");
+        let e = corrupt(&|t| {
+            t.nodes[2] =
+                Node::Split { feature: 1, test: SplitTest::LessOrEqual(0.0), default_left: false, left: 1, right: 2 }
+        });
+        assert!(e.contains("invalid child"), "{e}");
     }
 
     #[test]

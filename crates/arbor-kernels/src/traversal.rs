@@ -69,6 +69,13 @@ impl FlatNode {
         FlatNode { threshold, word: Self::LEAF | Self::DEFAULT_LEFT, next: index }
     }
 
+    /// Where a [`FlatNode::CATEGORIES`] split's set starts in the category
+    /// words, and how many words it has.
+    pub fn category_words(self) -> (usize, usize) {
+        let packed = self.threshold.to_bits();
+        (packed as u32 as usize, (packed >> 32) as usize)
+    }
+
     /// A leaf's value offset (read from beside the node the walk ended on,
     /// so no second table is touched).
     #[inline(always)]

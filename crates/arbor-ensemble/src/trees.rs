@@ -1,0 +1,162 @@
+//! A model's trees in the two forms their uses need, each built from the
+//! other on first use.
+//!
+//! Training and the model builder produce node lists ([`Tree`]); reports,
+//! export and encoding read them. Prediction walks the flat layout
+//! ([`FlatTree`]), and so does a decoded model file: loading a model builds
+//! the flat form alone, so scoring a file never pays for the node lists.
+
+use std::ops::Deref;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::flat_tree::FlatTree;
+use crate::tree::Tree;
+
+/// The trees of a model. It reads as a slice of [`Tree`]s; `len` and
+/// `is_empty` do not build the node lists.
+#[derive(Clone, Default)]
+pub struct Trees {
+    lists: OnceLock<Vec<Tree>>,
+    flat: OnceLock<Vec<FlatTree>>,
+}
+
+impl Trees {
+    /// Trees decoded straight into the flat layout (already checked).
+    pub(crate) fn from_flat(flat: Vec<FlatTree>) -> Trees {
+        Trees { lists: OnceLock::new(), flat: OnceLock::from(flat) }
+    }
+
+    /// The number of trees.
+    pub fn len(&self) -> usize {
+        match (self.lists.get(), self.flat.get()) {
+            (Some(lists), _) => lists.len(),
+            (None, Some(flat)) => flat.len(),
+            (None, None) => 0,
+        }
+    }
+
+    /// No trees at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends a tree.
+    pub fn push(&mut self, tree: Tree) {
+        self.node_lists();
+        self.flat = OnceLock::new();
+        self.lists.get_mut().expect("built just above").push(tree);
+    }
+
+    /// The node lists, built from the flat trees the first time.
+    fn node_lists(&self) -> &[Tree] {
+        self.lists.get_or_init(|| {
+            self.flat.get().map_or_else(Vec::new, |flat| flat.par_iter().map(FlatTree::to_tree).collect())
+        })
+    }
+
+    /// The node lists if they exist, without building them.
+    pub(crate) fn lists_if_built(&self) -> Option<&[Tree]> {
+        self.lists.get().map(Vec::as_slice)
+    }
+
+    /// The flat trees, built from the node lists the first time.
+    pub(crate) fn flat(&self) -> &[FlatTree] {
+        self.flat.get_or_init(|| {
+            self.lists.get().map_or_else(Vec::new, |lists| lists.par_iter().map(FlatTree::new).collect())
+        })
+    }
+}
+
+impl From<Vec<Tree>> for Trees {
+    fn from(lists: Vec<Tree>) -> Trees {
+        Trees { lists: OnceLock::from(lists), flat: OnceLock::new() }
+    }
+}
+
+impl Deref for Trees {
+    type Target = [Tree];
+
+    fn deref(&self) -> &[Tree] {
+        self.node_lists()
+    }
+}
+
+impl<'a> IntoIterator for &'a Trees {
+    type Item = &'a Tree;
+    type IntoIter = std::slice::Iter<'a, Tree>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.node_lists().iter()
+    }
+}
+
+impl PartialEq for Trees {
+    fn eq(&self, other: &Trees) -> bool {
+        self.len() == other.len() && **self == **other
+    }
+}
+
+impl std::fmt::Debug for Trees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Trees {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.node_lists().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Trees {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Trees, D::Error> {
+        Vec::<Tree>::deserialize(deserializer).map(Trees::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::{Node, SplitTest};
+
+    fn stump(threshold: f64) -> Tree {
+        Tree {
+            nodes: vec![
+                Node::Split {
+                    feature: 0,
+                    test: SplitTest::LessOrEqual(threshold),
+                    default_left: true,
+                    left: 1,
+                    right: 2,
+                },
+                Node::Leaf { value: 0 },
+                Node::Leaf { value: 1 },
+            ],
+            values: vec![-1.0, 1.0],
+        }
+    }
+
+    #[test]
+    fn each_form_is_built_from_the_other() {
+        let trees = Trees::from(vec![stump(0.5), stump(2.0)]);
+        let flat = trees.flat().to_vec();
+        assert_eq!(flat[1].nodes[0].threshold, 2.0);
+        let loaded = Trees::from_flat(flat);
+        assert_eq!(loaded.len(), 2);
+        assert!(loaded.lists_if_built().is_none(), "len does not build the node lists");
+        assert_eq!(loaded, trees);
+        assert!(loaded.lists_if_built().is_some());
+    }
+
+    #[test]
+    fn pushing_a_tree_drops_the_stale_flat_form() {
+        let mut trees = Trees::from(vec![stump(0.5)]);
+        assert_eq!(trees.flat().len(), 1);
+        trees.push(stump(1.0));
+        assert_eq!(trees.len(), 2);
+        assert_eq!(trees.flat().len(), 2);
+    }
+}
