@@ -8,6 +8,7 @@ use arrow::array::{Array, ArrayRef, Float64Array, RecordBatch};
 use arrow::datatypes::DataType;
 use rayon::prelude::*;
 
+use arbor_kernels::dispatch::prefetch;
 use arbor_kernels::{leaves_block, TRAVERSAL_BLOCK};
 
 use crate::flat_tree::FlatTree;
@@ -75,8 +76,14 @@ impl Block<'_> {
         for (c, chunk) in self.rows.chunks(TRAVERSAL_BLOCK * self.n_features).enumerate() {
             let leaves = &mut leaves[..chunk.len() / self.n_features];
             leaves_block(tree.view(), chunk, self.n_features, self.missing, special, leaves);
-            for (i, &leaf) in leaves.iter().enumerate() {
-                visit(c * TRAVERSAL_BLOCK + i, tree.nodes[leaf as usize].value() as usize);
+            // The leaves' values are scattered over the tree's: all their
+            // misses are started before the first value is read.
+            for leaf in leaves.iter_mut() {
+                *leaf = tree.nodes[*leaf as usize].value();
+                prefetch(&tree.values, *leaf as usize);
+            }
+            for (i, &value) in leaves.iter().enumerate() {
+                visit(c * TRAVERSAL_BLOCK + i, value as usize);
             }
         }
     }

@@ -263,7 +263,11 @@ fn walk<const MISSING: bool, const CATEGORIES: bool, const SPECIAL: bool>(
                         continue;
                     }
                 } else {
-                    at[lane] = step(node, value(row_of[lane], node));
+                    let next = step(node, value(row_of[lane], node));
+                    // Wanted again only after every other lane's step: the
+                    // miss is hidden behind them instead of stalling this one.
+                    crate::dispatch::prefetch(nodes, next as usize);
+                    at[lane] = next;
                 }
                 lane += 1;
             }
