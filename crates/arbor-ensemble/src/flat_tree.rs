@@ -5,7 +5,7 @@ use arbor_kernels::{FlatNode, TreeNodes};
 use arbor_quantize::FeatureType;
 
 use crate::model::Feature;
-use crate::tree::{Node, SplitTest, Tree};
+use crate::tree::{Node, SplitTest, Tree, TreeShape};
 
 /// A tree in the traversal layout: the two children of a split side by side.
 #[derive(Clone, Debug)]
@@ -184,6 +184,12 @@ impl FlatTree {
         Ok(())
     }
 
+    /// Node count, leaf count and depth.
+    pub fn shape(&self) -> TreeShape {
+        let leaves = self.nodes.iter().filter(|n| n.word & FlatNode::LEAF != 0).count();
+        TreeShape { nodes: self.nodes.len(), leaves, depth: self.depth }
+    }
+
     /// The tree as the traversal kernel reads it.
     pub fn view(&self) -> TreeNodes<'_> {
         TreeNodes { nodes: &self.nodes, depth: self.depth, sets: self.sets.as_deref() }
@@ -264,7 +270,7 @@ mod tests {
             let max_depth = if deep { LEVEL_BY_LEVEL_MAX_DEPTH + 4 } else { 6 };
             let tree = random_tree(seed, 3, max_depth, special);
             let flat = FlatTree::new(&tree);
-            prop_assert_eq!(flat.depth, tree.shape().depth);
+            prop_assert_eq!(flat.shape(), tree.shape());
             let row_major: Vec<f64> = rows.iter().flatten().copied().collect();
             let mut leaves = vec![0u32; rows.len()];
             // as prediction calls it: the lean walks when the block allows them

@@ -8,7 +8,7 @@ use crate::tree::TreeShape;
 impl Model {
     /// Size and shape of every tree.
     pub fn tree_shapes(&self) -> Vec<TreeShape> {
-        self.trees.iter().map(|t| t.shape()).collect()
+        self.trees.shapes()
     }
 
     /// The model as one JSON object: `task`, `algorithm`, `classes`, `label`,

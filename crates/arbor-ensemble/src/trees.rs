@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::flat_tree::FlatTree;
-use crate::tree::Tree;
+use crate::tree::{Tree, TreeShape};
 
 /// The trees of a model. It reads as a slice of [`Tree`]s; `len` and
 /// `is_empty` do not build the node lists.
@@ -41,6 +41,15 @@ impl Trees {
     /// No trees at all.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Size and shape of every tree, read from whichever form is built (a
+    /// loaded model's flat trees know theirs without the node lists).
+    pub fn shapes(&self) -> Vec<TreeShape> {
+        match (self.lists.get(), self.flat.get()) {
+            (None, Some(flat)) => flat.iter().map(FlatTree::shape).collect(),
+            _ => self.iter().map(Tree::shape).collect(),
+        }
     }
 
     /// Appends a tree.
@@ -146,6 +155,8 @@ mod tests {
         assert_eq!(flat[1].nodes[0].threshold, 2.0);
         let loaded = Trees::from_flat(flat);
         assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded.shapes(), trees.shapes());
+        assert_eq!(loaded.shapes()[0], TreeShape { nodes: 3, leaves: 2, depth: 1 });
         assert!(loaded.lists_if_built().is_none(), "len does not build the node lists");
         assert_eq!(loaded, trees);
         assert!(loaded.lists_if_built().is_some());
