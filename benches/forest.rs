@@ -1,6 +1,6 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
-//! thread's memory bandwidth, preparing training data, training a forest, boosting rounds, and
-//! prediction, on the bundled NYC flights data.
+//! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
+//! prediction, and loading a model, on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
 
@@ -169,6 +169,18 @@ fn prediction(c: &mut Criterion) {
     let boosted: Model =
         train(&training_data(&train_batch), &TrainParams::parse_options(options).unwrap(), &|_| {}).unwrap();
     group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.predict_batch(&test).unwrap())));
+    group.finish();
+
+    // Loading: the forest's model bytes decoded (straight into the flat
+    // layout), and decoded then scored, as `arbor predict` does per file.
+    let bytes = model.to_bytes();
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("flights_20_trees", |b| b.iter(|| black_box(Model::from_bytes(&bytes).unwrap())));
+    group.bench_function("flights_20_trees_then_predict", |b| {
+        b.iter(|| black_box(Model::from_bytes(&bytes).unwrap().predict_batch(&test).unwrap()))
+    });
     group.finish();
 }
 
