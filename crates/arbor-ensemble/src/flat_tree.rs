@@ -118,12 +118,12 @@ impl FlatTree {
         Tree { nodes, values: self.values.clone() }
     }
 
-    /// Checks a tree decoded from untrusted bytes so that traversal can never
-    /// go out of bounds or loop, and sets its depth: children come after their
+    /// Checks a tree from untrusted bytes so that traversal can never go out
+    /// of bounds or loop, and returns its depth: children come after their
     /// parent and every node but the root has exactly one parent; features
     /// exist; categorical features are tested by category sets; thresholds
     /// are numbers; leaves, sets and special tests point inside their arrays.
-    pub fn check(&mut self, features: &[Feature], leaf_width: usize) -> Result<(), String> {
+    pub fn check(&self, features: &[Feature], leaf_width: usize) -> Result<usize, String> {
         let n = self.nodes.len();
         if n == 0 {
             return Err("a tree has no nodes".into());
@@ -180,8 +180,7 @@ impl FlatTree {
                 depth[child] = here + 1;
             }
         }
-        self.depth = deepest as usize - 1;
-        Ok(())
+        Ok(deepest as usize - 1)
     }
 
     /// Node count, leaf count and depth.

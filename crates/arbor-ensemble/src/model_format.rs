@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::model::Model;
-use crate::tree::{Node, SplitTest, Tree};
+use crate::tree::Tree;
 use crate::tree_columns;
 use crate::trees::Trees;
 use crate::{ArborError, Loss, Result, Task};
@@ -152,31 +152,23 @@ impl Model {
         Ok(())
     }
 
-    /// Checks trees in node lists: their structure, and that their splits fit the features.
+    /// Checks trees in node lists: their structure first, which flattening
+    /// relies on, then the flat trees as a decoded file's are checked.
     fn validate_trees(&self, trees: &[Tree]) -> std::result::Result<(), String> {
-        let n_features = self.features.len();
         let leaf_width = self.leaf_width();
-        let check_tree = |(t, tree): (usize, &Tree)| -> std::result::Result<(), String> {
-            tree.validate(n_features, leaf_width).map_err(|e| format!("tree {t}: {e}"))?;
-            for node in &tree.nodes {
-                if let Node::Split { feature, test, .. } = node {
-                    // Numeric features may hold integer category codes (imported LightGBM models).
-                    let categorical = self.features[*feature as usize].kind == FeatureType::Categorical;
-                    if categorical && !matches!(test, SplitTest::InCategories(_)) {
-                        return Err(format!("tree {t}: a split does not fit the type of its feature"));
-                    }
-                    if test.threshold().is_some_and(f64::is_nan) {
-                        return Err(format!("tree {t}: a split has a NaN threshold"));
-                    }
-                }
-            }
-            Ok(())
-        };
-        // In parallel, but the error reported is the first tree's, whatever the threads.
-        match trees.par_iter().enumerate().find_map_first(|t| check_tree(t).err()) {
-            Some(first) => Err(first),
-            None => Ok(()),
-        }
+        first_error(trees, |tree| tree.validate(self.features.len(), leaf_width))?;
+        first_error(self.trees.flat(), |flat| flat.check(&self.features, leaf_width).map(drop))
+    }
+}
+
+/// The first tree's error, `tree {t}: ...`, whatever the threads that check them in parallel.
+fn first_error<T: Sync>(
+    trees: &[T],
+    check: impl Fn(&T) -> std::result::Result<(), String> + Sync,
+) -> std::result::Result<(), String> {
+    match trees.par_iter().enumerate().find_map_first(|(t, tree)| check(tree).err().map(|e| format!("tree {t}: {e}"))) {
+        Some(first) => Err(first),
+        None => Ok(()),
     }
 }
 
@@ -338,6 +330,19 @@ mod tests {
             builder.add_tree(tree).unwrap();
         }
         builder.build().unwrap()
+    }
+
+    #[test]
+    fn built_trees_are_checked_as_decoded_ones_are() {
+        let features = vec![BuilderFeature::categorical("c", vec!["a".into(), "b".into()])];
+        let mut builder = ModelBuilder::regression("y", features).unwrap();
+        let mut tree = TreeBuilder::new();
+        let root = tree.add_split(None, 0, SplitTest::LessOrEqual(1.0), false).unwrap();
+        tree.add_leaf(Some((root, Side::Left)), &[0.0]).unwrap();
+        tree.add_leaf(Some((root, Side::Right)), &[1.0]).unwrap();
+        builder.add_tree(tree).unwrap();
+        let e = builder.build().unwrap_err().to_string();
+        assert!(e.contains("tree 0: node 0: a split does not fit the type of its feature"), "{e}");
     }
 
     /// Hands out at most `step` bytes per read, as a pipe or socket may.

@@ -185,15 +185,18 @@ impl<'a> Columns<'a> {
         }
         let [n, n_thresholds, n_sets, n_set_words, n_values] = counts;
         let flags = reader.take(n)?;
-        if let Some(i) =
-            flags.iter().position(|&f| f & !KNOWN != 0 || (f & CATEGORIES != 0 && f & ZERO_AS_MISSING != 0))
-        {
-            return Err(format!("node {i} has unknown flags {:#04x}", flags[i]));
+        // One pass over the flags: each is known, and the splits and category splits counted.
+        let (mut n_splits, mut n_categories) = (0, 0);
+        for (i, &f) in flags.iter().enumerate() {
+            if f & !KNOWN != 0 || (f & CATEGORIES != 0 && f & ZERO_AS_MISSING != 0) {
+                return Err(format!("node {i} has unknown flags {f:#04x}"));
+            }
+            if f & SPLIT == 0 && f != 0 {
+                return Err(format!("leaf {i} has split flags {f:#04x}"));
+            }
+            n_splits += usize::from(f & SPLIT != 0);
+            n_categories += usize::from(f & CATEGORIES != 0);
         }
-        if let Some(i) = flags.iter().position(|&f| f & SPLIT == 0 && f != 0) {
-            return Err(format!("leaf {i} has split flags {:#04x}", flags[i]));
-        }
-        let n_splits = flags.iter().filter(|&&f| f & SPLIT != 0).count();
         let columns = Columns {
             flags,
             words: reader.array(n, 4)?,
@@ -204,8 +207,6 @@ impl<'a> Columns<'a> {
             values: reader.array(n_values, 8)?,
         };
         reader.finish("after the leaf values")?;
-        let count = |kind: u8| flags.iter().filter(|&&f| f & kind != 0).count();
-        let n_categories = count(CATEGORIES);
         if n_categories != n_sets || n_splits - n_categories != n_thresholds {
             return Err("more or fewer thresholds or category sets than its nodes use".into());
         }
@@ -298,7 +299,7 @@ impl<'a> Columns<'a> {
                 }
             });
         }
-        flat.check(features, leaf_width)?;
+        flat.depth = flat.check(features, leaf_width)?;
         Ok(flat)
     }
 }
