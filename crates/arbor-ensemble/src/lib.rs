@@ -39,6 +39,7 @@ mod model_format;
 mod out_of_bag;
 mod params;
 mod predict;
+mod ranked_forest;
 mod summary;
 mod tree;
 mod tree_builder;

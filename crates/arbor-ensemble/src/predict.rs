@@ -9,10 +9,11 @@ use arrow::datatypes::DataType;
 use rayon::prelude::*;
 
 use arbor_kernels::dispatch::prefetch;
-use arbor_kernels::{leaves_block, TRAVERSAL_BLOCK};
+use arbor_kernels::{leaves_block, ranked_leaves_block, TRAVERSAL_BLOCK};
 
 use crate::flat_tree::FlatTree;
 use crate::model::{Boosting, Model};
+use crate::ranked_forest::RankedForest;
 use crate::{ArborError, Result, Task, Voting};
 
 /// Rows per parallel work unit, at most. A unit sends all its rows through
@@ -60,30 +61,51 @@ fn block_rows(n_rows: usize, n_features: usize, threads: usize) -> usize {
 
 /// A block of rows to predict, row-major.
 struct Block<'a> {
-    rows: &'a [f64],
+    rows: Rows<'a>,
+    n_rows: usize,
     n_features: usize,
-    /// Some value is NaN (missing).
+    /// Some value a split may read is missing.
     missing: bool,
+}
+
+/// A block's feature values as the trees read them.
+enum Rows<'a> {
+    /// Raw values (NaN for missing), for the flat trees.
+    Raw(&'a [f64]),
+    /// Ranks, for the trees over ranks.
+    Ranked(&'a [u16], &'a RankedForest),
 }
 
 impl Block<'_> {
     /// Calls `visit(row, leaf value offset)` for every row of the block,
-    /// sending the rows through `tree` in batches.
-    fn for_each_leaf(&self, tree: &FlatTree, mut visit: impl FnMut(usize, usize)) {
+    /// sending the rows through tree `t` (`tree` in the flat layout) in batches.
+    fn for_each_leaf(&self, t: usize, tree: &FlatTree, mut visit: impl FnMut(usize, usize)) {
         let special = |test: u32, x: f64| tree.special(test, x);
         let special = (!tree.tests.is_empty()).then_some(&special);
+        let n_features = self.n_features;
         let mut leaves = [0u32; TRAVERSAL_BLOCK];
-        for (c, chunk) in self.rows.chunks(TRAVERSAL_BLOCK * self.n_features).enumerate() {
-            let leaves = &mut leaves[..chunk.len() / self.n_features];
-            leaves_block(tree.view(), chunk, self.n_features, self.missing, special, leaves);
+        for start in (0..self.n_rows).step_by(TRAVERSAL_BLOCK) {
+            let end = (start + TRAVERSAL_BLOCK).min(self.n_rows);
+            let leaves = &mut leaves[..end - start];
+            let span = start * n_features..end * n_features;
+            match self.rows {
+                Rows::Raw(rows) => {
+                    leaves_block(tree.view(), &rows[span], n_features, self.missing, special, leaves);
+                    for leaf in leaves.iter_mut() {
+                        *leaf = tree.nodes[*leaf as usize].value();
+                    }
+                }
+                Rows::Ranked(ranks, forest) => {
+                    ranked_leaves_block(forest.tree(t), &ranks[span], n_features, self.missing, leaves);
+                }
+            }
             // The leaves' values are scattered over the tree's: all their
             // misses are started before the first value is read.
-            for leaf in leaves.iter_mut() {
-                *leaf = tree.nodes[*leaf as usize].value();
-                prefetch(&tree.values, *leaf as usize);
+            for &leaf in leaves.iter() {
+                prefetch(&tree.values, leaf as usize);
             }
             for (i, &value) in leaves.iter().enumerate() {
-                visit(c * TRAVERSAL_BLOCK + i, value as usize);
+                visit(start + i, value as usize);
             }
         }
     }
@@ -160,6 +182,17 @@ impl Model {
     /// Predicts from raw feature values (column-major, NaN for missing;
     /// categories as their 1-based bin).
     pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
+        self.predict_with(columns, n_rows, self.trees.ranked(self.features.len()))
+    }
+
+    /// Predicts over ranks with `ranked`, or over raw values with the flat
+    /// trees when it is `None`: the two give the same predictions.
+    pub(crate) fn predict_with(
+        &self,
+        columns: &[Vec<f64>],
+        n_rows: usize,
+        ranked: Option<&RankedForest>,
+    ) -> Predictions {
         let width = self.value_len();
         let n_features = columns.len().max(1);
         let block = block_rows(n_rows, n_features, rayon::current_num_threads());
@@ -168,14 +201,25 @@ impl Model {
         values.par_chunks_mut(block * width).enumerate().for_each(|(b, out)| {
             let start = b * block;
             let n = out.len() / width;
-            // The block's rows, row-major: each row's features sit together.
-            let mut rows = vec![0.0; n * n_features];
-            for (f, column) in columns.iter().enumerate() {
-                for (i, &x) in column[start..start + n].iter().enumerate() {
-                    rows[i * n_features + f] = x;
+            let (mut raw, mut ranks) = (Vec::new(), Vec::new());
+            let block = match ranked {
+                Some(forest) => {
+                    ranks.resize(n * n_features, 0);
+                    let missing = forest.ranks(columns, start, &mut ranks);
+                    Block { rows: Rows::Ranked(&ranks, forest), n_rows: n, n_features, missing }
                 }
-            }
-            let block = Block { rows: &rows, n_features, missing: rows.iter().any(|x| x.is_nan()) };
+                None => {
+                    // Each row's features sit together.
+                    raw.resize(n * n_features, 0.0);
+                    for (f, column) in columns.iter().enumerate() {
+                        for (i, &x) in column[start..start + n].iter().enumerate() {
+                            raw[i * n_features + f] = x;
+                        }
+                    }
+                    let missing = raw.iter().any(|x| x.is_nan());
+                    Block { rows: Rows::Raw(&raw), n_rows: n, n_features, missing }
+                }
+            };
             match &self.boosting {
                 Some(boosting) => self.boosted_block(boosting, flat, &block, out),
                 None => self.forest_block(flat, &block, out),
@@ -188,8 +232,8 @@ impl Model {
     fn forest_block(&self, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;
-        for tree in flat {
-            block.for_each_leaf(tree, |i, leaf| {
+        for (t, tree) in flat.iter().enumerate() {
+            block.for_each_leaf(t, tree, |i, leaf| {
                 let leaf_values = &tree.values[leaf..leaf + width];
                 let row_out = &mut out[i * width..(i + 1) * width];
                 if unweighted {
@@ -217,7 +261,7 @@ impl Model {
         }
         for (t, tree) in flat.iter().enumerate() {
             let output = t % k;
-            block.for_each_leaf(tree, |i, leaf| raw[i * k + output] += tree.values[leaf]);
+            block.for_each_leaf(t, tree, |i, leaf| raw[i * k + output] += tree.values[leaf]);
         }
         for (row_out, row_raw) in out.chunks_exact_mut(width).zip(raw.chunks_exact(k)) {
             boosting.loss.link(row_raw, row_out);

@@ -5,6 +5,8 @@
 //! export and encoding read them. Prediction walks the flat layout
 //! ([`FlatTree`]), and so does a decoded model file: loading a model builds
 //! the flat form alone, so scoring a file never pays for the node lists.
+//! Prediction prefers the trees over ranks ([`RankedForest`]), built from
+//! the flat trees on first use when the model's splits allow them.
 
 use std::ops::Deref;
 use std::sync::OnceLock;
@@ -13,6 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::flat_tree::FlatTree;
+use crate::ranked_forest::RankedForest;
 use crate::tree::{Tree, TreeShape};
 
 /// The trees of a model. It reads as a slice of [`Tree`]s; `len` and
@@ -21,12 +24,13 @@ use crate::tree::{Tree, TreeShape};
 pub struct Trees {
     lists: OnceLock<Vec<Tree>>,
     flat: OnceLock<Vec<FlatTree>>,
+    ranked: OnceLock<Option<RankedForest>>,
 }
 
 impl Trees {
     /// Trees decoded straight into the flat layout (already checked).
     pub(crate) fn from_flat(flat: Vec<FlatTree>) -> Trees {
-        Trees { lists: OnceLock::new(), flat: OnceLock::from(flat) }
+        Trees { lists: OnceLock::new(), flat: OnceLock::from(flat), ranked: OnceLock::new() }
     }
 
     /// The number of trees.
@@ -56,6 +60,7 @@ impl Trees {
     pub fn push(&mut self, tree: Tree) {
         self.node_lists();
         self.flat = OnceLock::new();
+        self.ranked = OnceLock::new();
         self.lists.get_mut().expect("built just above").push(tree);
     }
 
@@ -77,11 +82,18 @@ impl Trees {
             self.lists.get().map_or_else(Vec::new, |lists| lists.par_iter().map(FlatTree::new).collect())
         })
     }
+
+    /// The trees over ranks, built from the flat trees the first time, or
+    /// `None` when the compact nodes cannot express this model's splits.
+    /// `n_features` is the model's feature count (the same at every call).
+    pub(crate) fn ranked(&self, n_features: usize) -> Option<&RankedForest> {
+        self.ranked.get_or_init(|| RankedForest::new(self.flat(), n_features)).as_ref()
+    }
 }
 
 impl From<Vec<Tree>> for Trees {
     fn from(lists: Vec<Tree>) -> Trees {
-        Trees { lists: OnceLock::from(lists), flat: OnceLock::new() }
+        Trees { lists: OnceLock::from(lists), flat: OnceLock::new(), ranked: OnceLock::new() }
     }
 }
 

@@ -25,6 +25,7 @@ pub mod dispatch;
 mod histogram;
 mod partition;
 mod random_split;
+mod ranked_traversal;
 mod row_histogram;
 mod split;
 mod traversal;
@@ -32,6 +33,7 @@ mod traversal;
 pub use histogram::{build_histogram, CompactHistogram, Target};
 pub use partition::partition_rows;
 pub use random_split::{random_split, NodeRows, RandomSplit};
+pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
 pub use row_histogram::{build_row_histograms, RowBins, RowStats};
 pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,

@@ -1,0 +1,324 @@
+//! A model's trees over ranks ([`RankNode`]s), the compact form prediction
+//! walks whenever a model allows it: each feature's values become their rank
+//! among the thresholds the model tests that feature against (or, for a
+//! categorical feature, their category code), once per block of rows, and
+//! every tree is walked on 8-byte nodes and 2-byte values.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use arbor_kernels::{FlatNode, RankNode, RankedTree};
+use rayon::prelude::*;
+
+use crate::flat_tree::FlatTree;
+
+/// How one feature's raw values become the walk's ranks.
+#[derive(Clone, Debug, PartialEq)]
+enum Ranking {
+    /// No split tests the feature.
+    Unused,
+    /// The sorted, distinct thresholds of the `x <= t` splits on it: a
+    /// value's rank is how many of them are below it.
+    Thresholds(Vec<f64>),
+    /// Category sets `words` wide (as padded here): a code below `64 * words`
+    /// is its own rank, any other reads the zero word that ends every set.
+    Categories { words: usize },
+}
+
+/// One tree over ranks.
+#[derive(Clone, Debug)]
+struct RankedNodes {
+    nodes: Vec<RankNode>,
+    depth: usize,
+    /// Every category split's set, padded to its feature's width, then a zero word.
+    sets: Vec<u64>,
+}
+
+/// The trees of a model over ranks, with the rankings of its features.
+#[derive(Clone, Debug)]
+pub(crate) struct RankedForest {
+    rankings: Vec<Ranking>,
+    trees: Vec<RankedNodes>,
+}
+
+impl RankedForest {
+    /// The ranked form of `flat`, trees over `n_features` features; `None`
+    /// when the compact nodes cannot express them: special splits, a feature
+    /// index past [`RankNode::MAX_FEATURES`], a feature tested both by
+    /// thresholds and by category sets, more than [`RankNode::MAX_RANK`]
+    /// thresholds on one feature, category sets too wide for a 2-byte code
+    /// or a tree whose set words overflow a 2-byte offset.
+    pub fn new(flat: &[FlatTree], n_features: usize) -> Option<RankedForest> {
+        if n_features > RankNode::MAX_FEATURES || flat.iter().any(|tree| !tree.tests.is_empty()) {
+            return None;
+        }
+        let (rankings, ranks) = rankings(flat, n_features)?;
+        let trees = flat.par_iter().map(|tree| ranked_nodes(tree, &rankings, &ranks)).collect::<Option<Vec<_>>>()?;
+        Some(RankedForest { rankings, trees })
+    }
+
+    /// Tree `t` as the walk reads it.
+    pub fn tree(&self, t: usize) -> RankedTree<'_> {
+        let tree = &self.trees[t];
+        RankedTree { nodes: &tree.nodes, depth: tree.depth, sets: &tree.sets }
+    }
+
+    /// Fills `ranks` (row-major, one per feature) with the ranks of rows
+    /// `start..start + n` of `columns` (raw values, column-major); returns
+    /// whether a feature some split tests is missing in one of them.
+    pub fn ranks(&self, columns: &[Vec<f64>], start: usize, ranks: &mut [u16]) -> bool {
+        let n_features = columns.len().max(1);
+        let n = ranks.len() / n_features;
+        let mut missing = false;
+        for (f, (column, ranking)) in columns.iter().zip(&self.rankings).enumerate() {
+            let values = &column[start..start + n];
+            let out = ranks.iter_mut().skip(f).step_by(n_features);
+            match ranking {
+                Ranking::Unused => out.for_each(|r| *r = 0),
+                Ranking::Thresholds(thresholds) => {
+                    for (r, &x) in out.zip(values) {
+                        missing |= x.is_nan();
+                        *r = if x.is_nan() { RankNode::MISSING } else { rank(thresholds, x) };
+                    }
+                }
+                Ranking::Categories { words } => {
+                    let limit = 64 * *words as i64;
+                    for (r, &x) in out.zip(values) {
+                        missing |= x.is_nan();
+                        // Truncates toward zero, as the 16-byte nodes' test does.
+                        let code = x as i64;
+                        *r = if x.is_nan() {
+                            RankNode::MISSING
+                        } else if (0..limit).contains(&code) {
+                            code as u16
+                        } else {
+                            limit as u16
+                        };
+                    }
+                }
+            }
+        }
+        missing
+    }
+}
+
+/// How many of `thresholds` (sorted, distinct) are below `x`, without a
+/// branch per step: `x <= thresholds[k]` exactly when the rank is at most `k`.
+#[inline]
+fn rank(thresholds: &[f64], x: f64) -> u16 {
+    let mut base = 0usize;
+    let mut len = thresholds.len();
+    while len > 1 {
+        let half = len / 2;
+        base = if thresholds[base + half - 1] < x { base + half } else { base };
+        len -= half;
+    }
+    (base + usize::from(len == 1 && thresholds[base] < x)) as u16
+}
+
+/// A threshold's hash key: its bits, with `-0.0` read as `0.0` (one threshold).
+fn key(threshold: f64) -> u64 {
+    (threshold + 0.0).to_bits()
+}
+
+/// Hashes a threshold's key with one multiplication: the keys are few, known
+/// and not adversarial, and a model has millions of splits to look up.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.write_u64(self.0 ^ u64::from(b)));
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        // The mantissa's low bits are often all zero: fold the high half in
+        // first, and the product's high half back down at the end.
+        self.0 = (key ^ key >> 32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ self.0 >> 32
+    }
+}
+
+type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// Each feature's ranking, from every split of every tree, with each
+/// threshold's rank by key; `None` when a feature is tested both ways, has
+/// too many thresholds or too wide sets.
+fn rankings(flat: &[FlatTree], n_features: usize) -> Option<(Vec<Ranking>, Vec<KeyMap<u16>>)> {
+    // Per feature: the distinct threshold keys, the widest category set.
+    type Seen = (Vec<KeyMap<()>>, Vec<Option<usize>>);
+    let empty = || -> Seen { (vec![KeyMap::default(); n_features], vec![None; n_features]) };
+    let (keys, words) = flat
+        .par_iter()
+        .fold(empty, |(mut keys, mut words), tree| {
+            for node in tree.nodes.iter().filter(|node| node.word & FlatNode::LEAF == 0) {
+                let f = (node.word & FlatNode::FEATURE_MASK) as usize;
+                if node.word & FlatNode::CATEGORIES != 0 {
+                    let width = node.category_words().1;
+                    words[f] = Some(words[f].map_or(width, |w: usize| w.max(width)));
+                } else {
+                    keys[f].insert(key(node.threshold), ());
+                }
+            }
+            (keys, words)
+        })
+        .reduce(empty, |(mut keys, mut words), (more_keys, more_words)| {
+            for (k, more) in keys.iter_mut().zip(more_keys) {
+                k.extend(more);
+            }
+            for (w, more) in words.iter_mut().zip(more_words) {
+                *w = (*w).max(more);
+            }
+            (keys, words)
+        });
+    keys.into_iter()
+        .zip(words)
+        .map(|(keys, words)| match (keys.is_empty(), words) {
+            (true, None) => Some((Ranking::Unused, KeyMap::default())),
+            (false, None) => {
+                let mut thresholds: Vec<f64> = keys.into_keys().map(f64::from_bits).collect();
+                thresholds.sort_unstable_by(f64::total_cmp);
+                let ranks = thresholds.iter().enumerate().map(|(k, &t)| (key(t), k as u16)).collect();
+                (thresholds.len() <= usize::from(RankNode::MAX_RANK))
+                    .then_some((Ranking::Thresholds(thresholds), ranks))
+            }
+            // the zero word's code, 64 * words, must be a rank below MISSING
+            (true, Some(words)) => (64 * words <= usize::from(RankNode::MAX_RANK))
+                .then_some((Ranking::Categories { words }, KeyMap::default())),
+            (false, Some(_)) => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|both| both.into_iter().unzip())
+}
+
+/// `tree` over ranks (`ranks`: each feature's threshold ranks by key), or
+/// `None` when its set words overflow a 2-byte offset.
+fn ranked_nodes(tree: &FlatTree, rankings: &[Ranking], ranks: &[KeyMap<u16>]) -> Option<RankedNodes> {
+    let all_sets = tree.sets.as_deref().unwrap_or_default();
+    let mut sets = Vec::new();
+    let mut nodes = Vec::with_capacity(tree.nodes.len());
+    for node in &tree.nodes {
+        if node.word & FlatNode::LEAF != 0 {
+            nodes.push(RankNode::leaf(node.value()));
+            continue;
+        }
+        let f = (node.word & FlatNode::FEATURE_MASK) as usize;
+        let default_left = node.word & FlatNode::DEFAULT_LEFT != 0;
+        let feature = f as u16;
+        nodes.push(match &rankings[f] {
+            Ranking::Thresholds(_) => {
+                let k = ranks[f][&key(node.threshold)];
+                RankNode::split(feature, k, default_left, node.next)
+            }
+            Ranking::Categories { words } => {
+                let offset = u16::try_from(sets.len()).ok()?;
+                let (start, len) = node.category_words();
+                sets.extend_from_slice(&all_sets[start..start + len]);
+                sets.resize(sets.len() + words - len + 1, 0);
+                RankNode::categories(feature, offset, default_left, node.next)
+            }
+            Ranking::Unused => unreachable!("a split tests feature {f}, so it has a ranking"),
+        });
+    }
+    if !sets.is_empty() {
+        sets.resize(sets.len().next_power_of_two(), 0);
+    }
+    Some(RankedNodes { nodes, depth: tree.depth, sets })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_count_the_thresholds_below() {
+        let thresholds = [-1.0, 0.0, 2.5, 7.0, 9.0];
+        for x in [-5.0, -1.0, -0.5, -0.0, 0.0, 1e-300, 2.5, 3.0, 7.0, 8.0, 9.0, 10.0, f64::INFINITY, f64::NEG_INFINITY]
+        {
+            let expected = thresholds.iter().filter(|&&t| t < x).count() as u16;
+            assert_eq!(rank(&thresholds, x), expected, "x = {x}");
+            for k in 0..thresholds.len() {
+                assert_eq!(x <= thresholds[k], rank(&thresholds, x) <= k as u16, "x = {x}, k = {k}");
+            }
+        }
+        for len in 0..5 {
+            assert_eq!(rank(&thresholds[..len], 100.0), len as u16);
+            assert_eq!(rank(&thresholds[..len], -100.0), 0);
+        }
+    }
+
+    #[test]
+    fn both_zeros_are_one_threshold() {
+        assert_eq!(key(-0.0), key(0.0));
+        assert_ne!(key(1.0), key(-1.0));
+    }
+}
+
+#[cfg(test)]
+mod prediction_tests {
+    use std::fs::File;
+
+    use arrow::array::RecordBatch;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    use crate::{train, Model, TrainParams, TrainingData};
+
+    /// The first `rows` rows of a bundled Parquet file.
+    fn read(name: &str, rows: usize) -> RecordBatch {
+        let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name);
+        let mut reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+            .unwrap()
+            .with_batch_size(rows)
+            .build()
+            .unwrap();
+        reader.next().unwrap().unwrap()
+    }
+
+    fn fit(batch: &RecordBatch, options: &str) -> Model {
+        let params = TrainParams::parse_options(options).unwrap();
+        let data =
+            TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
+                .unwrap();
+        train(&data, &params, &|_| {}).unwrap()
+    }
+
+    /// Walking the trees over ranks gives the predictions of the flat trees,
+    /// to the bit, on real data with missing values in every feature: deep
+    /// forests (the walk in lanes), boosting (level by level), category
+    /// splits and numeric ones, CART thresholds between values.
+    #[test]
+    fn ranked_prediction_equals_flat_prediction() {
+        let cases = [
+            ("flights_cls", "n_trees=8"),
+            ("flights_cls", "algorithm=gradient-boosting n_rounds=10 max_depth=6"),
+            ("flights_cls", "n_trees=4 max_depth=12 max_bins=1024"),
+            ("diamonds_reg", "n_trees=6 max_features=all"),
+            ("diamonds_reg", "algorithm=gradient-boosting n_rounds=8"),
+        ];
+        for (data, options) in cases {
+            let model = fit(&read(&format!("{data}_train.parquet"), 4000), options);
+            let test = read(&format!("{data}_test.parquet"), 3000);
+            let arrays = model.feature_arrays(&test).unwrap();
+            let mut columns: Vec<Vec<f64>> =
+                model.features.iter().zip(&arrays).map(|(f, a)| f.mapper.raw_values(&f.name, a).unwrap()).collect();
+            // every 7th value of each feature missing, at a different phase per feature
+            for (f, column) in columns.iter_mut().enumerate() {
+                column.iter_mut().skip(f).step_by(7).for_each(|x| *x = f64::NAN);
+            }
+            let n = test.num_rows();
+            let ranked = model.trees.ranked(model.features.len());
+            assert!(ranked.is_some(), "{data} {options}: trained splits fit the trees over ranks");
+            for rows in [n, 300, 1] {
+                let expected = model.predict_with(&columns, rows, None);
+                let got = model.predict_with(&columns, rows, ranked);
+                assert!(
+                    expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{data} {options}: {rows} rows"
+                );
+            }
+        }
+    }
+}
