@@ -180,8 +180,11 @@ impl Model {
     }
 
     /// Predicts from raw feature values (column-major, NaN for missing;
-    /// categories as their 1-based bin).
+    /// categories as their 1-based bin): one column per model feature, in
+    /// model order, each of at least `n_rows` values. [`Model::predict_arrays`]
+    /// checks its input; here a wrong column count panics, naming both counts.
     pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
+        assert_eq!(columns.len(), self.features.len(), "predict_columns takes one column per model feature");
         self.predict_with(columns, n_rows, self.trees.ranked(self.features.len()))
     }
 
