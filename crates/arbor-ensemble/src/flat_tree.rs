@@ -1,5 +1,7 @@
 //! Trees in the traversal layout (the kernels' [`FlatNode`]s), the form
-//! prediction walks and model files load into.
+//! model files load into. Prediction walks it when the trees over ranks
+//! ([`crate::ranked_forest`]) cannot express a model's splits, and builds
+//! those from it otherwise.
 
 use arbor_kernels::{FlatNode, TreeNodes};
 use arbor_quantize::FeatureType;

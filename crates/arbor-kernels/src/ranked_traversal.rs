@@ -176,7 +176,10 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
         }
     } else {
         // LANES rows walk side by side, each to its own leaf; a lane that
-        // lands on a leaf takes the next row at once.
+        // lands on a leaf takes the next row at once. The loop is the 16-byte
+        // walk's, written out again: a shared generic driver taking the leaf
+        // test and the step as closures gave the same leaves but measured 4%
+        // slower here (0.27 s against 0.26 s on the flights forest).
         let n = values.len();
         let mut row_of: [usize; LANES] = std::array::from_fn(|lane| lane);
         let mut at = [0u32; LANES];

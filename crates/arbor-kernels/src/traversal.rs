@@ -11,6 +11,8 @@
 //! than the block's deepest. Category sets are tested in the walk itself
 //! (their words beside the nodes), and blocks without missing values or
 //! trees without category or special splits take leaner monomorphized walks.
+//! [`crate::ranked_leaves_block`] walks the same trees in a compact form
+//! (8-byte nodes over ranks), which prediction prefers when a model allows it.
 
 /// One node of a flattened tree.
 #[derive(Clone, Copy, Debug, PartialEq)]
