@@ -13,7 +13,7 @@ use crate::label::Target;
 use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -49,9 +49,14 @@ pub fn train_boosting(
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
-    let mut counts = vec![0.0; n];
-    let mut row_stats = Vec::new();
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
+    let mut counts = vec![0.0; n];
+    // Without subsampling every round grows on every training row: their counts stay 1.
+    let subsample = n_sampled < train_rows.len();
+    if !subsample {
+        train_rows.iter().for_each(|&r| counts[r as usize] = 1.0);
+    }
+    let mut row_stats = Vec::new();
     let settings = GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
         constraints: SplitConstraints {
@@ -77,9 +82,14 @@ pub fn train_boosting(
     let mut rounds_run = 0;
     for round in 0..bp.n_rounds {
         let mut rng = tree_rng(bp.seed, round);
-        let rows = sample_rows(&train_rows, n_sampled, &mut rng);
-        counts.iter_mut().for_each(|c| *c = 0.0);
-        rows.iter().for_each(|&r| counts[r as usize] = 1.0);
+        let rows = if subsample {
+            let rows = sample_rows(&train_rows, n_sampled, &mut rng);
+            counts.iter_mut().for_each(|c| *c = 0.0);
+            rows.iter().for_each(|&r| counts[r as usize] = 1.0);
+            rows
+        } else {
+            train_rows.clone()
+        };
         if loss == Loss::Softmax {
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
@@ -109,17 +119,7 @@ pub fn train_boosting(
         }
         // Scores move only after every output's gradients are taken at the round's start.
         for (output, grown) in round_trees {
-            for (offset, range) in &grown.leaves {
-                let value = grown.tree.values[*offset];
-                for &r in &grown.rows[range.clone()] {
-                    raw[r as usize * outputs + output] += value;
-                }
-            }
-            let others = train_rows.iter().chain(&valid_rows).filter(|&&r| counts[r as usize] == 0.0);
-            for &r in others {
-                let r = r as usize;
-                raw[r * outputs + output] += grown.tree.values[grown.tree.leaf(|f| raw_value(&data.columns[f], r))];
-            }
+            add_tree_outputs(&mut raw, outputs, output, &grown, &counts, &data.columns);
             trees.push(grown.tree);
         }
         rounds_run = round + 1;
@@ -161,6 +161,42 @@ pub fn train_boosting(
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
     })
+}
+
+/// Rows whose scores one task updates in [`add_tree_outputs`].
+const SCORE_CHUNK: usize = 16384;
+
+/// Adds a grown tree's output to every row's raw score (column `output` of
+/// `outputs`): the rows it grew on from their leaves, the others (not
+/// sampled, held out; `counts` 0) by walking the tree. Chunks of row ids are
+/// updated in parallel, each by one task; every score gets exactly one add,
+/// so the result does not depend on the threads.
+fn add_tree_outputs(
+    raw: &mut [f64],
+    outputs: usize,
+    output: usize,
+    grown: &GrownTree,
+    counts: &[f64],
+    columns: &[FeatureColumn],
+) {
+    raw.par_chunks_mut(SCORE_CHUNK * outputs).enumerate().for_each(|(k, chunk)| {
+        let first = k * SCORE_CHUNK;
+        let end = first + chunk.len() / outputs;
+        // Each leaf's rows ascend (the sample is sorted, partitions are stable).
+        for (offset, range) in &grown.leaves {
+            let value = grown.tree.values[*offset];
+            let rows = &grown.rows[range.clone()];
+            let lo = rows.partition_point(|&r| (r as usize) < first);
+            let hi = lo + rows[lo..].partition_point(|&r| (r as usize) < end);
+            for &r in &rows[lo..hi] {
+                chunk[(r as usize - first) * outputs + output] += value;
+            }
+        }
+        for r in (first..end).filter(|&r| counts[r] == 0.0) {
+            let value = grown.tree.values[grown.tree.leaf(|f| raw_value(&columns[f], r))];
+            chunk[(r - first) * outputs + output] += value;
+        }
+    });
 }
 
 /// Splits rows `0..n` into training and validation rows (sorted), holding out

@@ -69,8 +69,7 @@ impl Loss {
             let (g, h) = match (self, target) {
                 (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
                 (Loss::Logistic, LossTarget::Classes(labels)) => {
-                    let p = sigmoid(raw[r]);
-                    (p - f64::from(labels[r]), p * (1.0 - p))
+                    return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
                 }
                 (Loss::Softmax, LossTarget::Classes(labels)) => {
                     let p = proba[r * outputs + output];
@@ -90,6 +89,15 @@ impl Loss {
                 let first = k * PARALLEL_CHUNK;
                 let lo = rows.partition_point(|&r| (r as usize) < first);
                 let hi = rows.partition_point(|&r| (r as usize) < first + grad.len());
+                // A chunk of consecutive logistic rows takes the vector kernel (same bits as the row function).
+                if let (Loss::Logistic, LossTarget::Classes(labels)) = (self, target) {
+                    if hi - lo == grad.len() {
+                        let span = first..first + grad.len();
+                        let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], &weight[span]);
+                        arbor_kernels::logistic_derivatives_into(raw, labels, weight, MIN_HESSIAN, grad, hess);
+                        return;
+                    }
+                }
                 for &r in &rows[lo..hi] {
                     let (g, h) = derivatives(r as usize);
                     grad[r as usize - first] = g;

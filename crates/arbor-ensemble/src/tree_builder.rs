@@ -670,13 +670,34 @@ fn cart_midpoint(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Statistics of a set of rows, in histogram-bin layout.
+/// Statistics of a set of rows, in histogram-bin layout. Three-value targets
+/// sum in registers (a sum kept in memory waits on its own store every row),
+/// in row order as [`Target::add_row`] would add them.
 fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Vec<f64> {
-    let mut stats = vec![0.0; target.stride()];
-    for &r in rows {
-        target.add_row(&mut stats, r as usize, weights, counts);
+    if let Target::Classes { .. } = target {
+        let mut stats = vec![0.0; target.stride()];
+        for &r in rows {
+            target.add_row(&mut stats, r as usize, weights, counts);
+        }
+        return stats;
     }
-    stats
+    let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
+    match *target {
+        Target::Values { y } => {
+            for &r in rows {
+                let r = r as usize;
+                (a, b, c) = (a + counts[r], b + weights[r], c + weights[r] * y[r]);
+            }
+        }
+        Target::Gradients { grad, hess } => {
+            for &r in rows {
+                let r = r as usize;
+                (a, b, c) = (a + counts[r], b + grad[r], c + hess[r]);
+            }
+        }
+        Target::Classes { .. } => unreachable!("returned above"),
+    }
+    vec![a, b, c]
 }
 
 /// The node's impurity `i(t)` (seed 000): Gini or entropy from class weights,

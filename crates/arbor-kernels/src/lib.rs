@@ -23,6 +23,7 @@
 
 pub mod dispatch;
 mod histogram;
+mod logistic;
 mod partition;
 mod random_split;
 mod ranked_traversal;
@@ -31,6 +32,7 @@ mod split;
 mod traversal;
 
 pub use histogram::{build_histogram, CompactHistogram, Target};
+pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
 pub use partition::partition_rows;
 pub use random_split::{random_split, NodeRows, RandomSplit};
 pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
