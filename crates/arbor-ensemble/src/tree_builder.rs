@@ -9,9 +9,9 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, build_row_histograms, child_size, count_weight, occupied_bins, partition_rows,
-    random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, RowStats, SplitCandidate,
-    SplitConstraints, SplitRule, Target,
+    best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_weight, occupied_bins,
+    partition_rows, random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, RowStats,
+    SplitCandidate, SplitConstraints, SplitRule, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -160,6 +160,7 @@ pub(crate) struct RowWise<'a> {
 /// per row id, in parallel; reusing `stats` between trees saves allocating
 /// and faulting in 32 bytes per row each time. Three-value targets only.
 pub(crate) fn fill_row_stats(target: &Target<'_>, weights: &[f64], counts: &[f64], stats: &mut Vec<RowStats>) {
+    assert_eq!(target.stride(), 3, "row-wise statistics are for three-value targets");
     stats.resize(weights.len(), [0.0; 4]);
     stats.par_iter_mut().with_min_len(PARALLEL_ROWS).enumerate().for_each(|(r, s)| {
         *s = target.row_stats(r, weights, counts).expect("row-wise statistics are for three-value targets");
@@ -221,6 +222,14 @@ pub(crate) fn grow_tree(
     let n = rows.len();
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
     let rowwise = rowwise.filter(|_| all_features);
+    // Nodes drawing their features build each histogram column-wise from packed row statistics.
+    let packed = (!all_features && !settings.random_splitter && stride <= 4).then(|| {
+        let mut packed = vec![[0.0; 4]; weights.len()];
+        for &r in &rows {
+            packed[r as usize] = target.row_stats(r as usize, weights, counts).expect("bins of at most four values");
+        }
+        packed
+    });
     let mut grower = Grower {
         matrix,
         target,
@@ -232,6 +241,8 @@ pub(crate) fn grow_tree(
         stride,
         all_features,
         rowwise,
+        packed: packed.as_deref(),
+        wide: Vec::new(),
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
@@ -274,6 +285,11 @@ struct Grower<'a, 't, R> {
     all_features: bool,
     /// Build those histograms row-wise.
     rowwise: Option<RowWise<'a>>,
+    /// Each row's statistics packed in four lanes, by row id, for the dense
+    /// histograms of drawn features (targets of at most four values per bin).
+    packed: Option<&'a [RowStats]>,
+    /// Four-lane bins for [`build_histogram_packed`].
+    wide: Vec<RowStats>,
     layout: Layout,
     hist: Vec<f64>,
     compact: CompactHistogram,
@@ -345,6 +361,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             stride: self.stride,
             all_features: self.all_features,
             rowwise: self.rowwise,
+            packed: self.packed,
+            wide: Vec::new(),
             layout: self.layout.clone(),
             hist: Vec::new(),
             compact: CompactHistogram::default(),
@@ -515,7 +533,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 }
             } else if node_rows.len() * 2 < n_bins {
                 // Few rows, many bins: scan only the bins the rows occupy.
-                self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target);
+                match self.packed {
+                    Some(stats) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
+                    None => self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target),
+                }
                 if occupied_bins(&self.compact.hist, stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }
@@ -526,8 +547,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 })
             } else {
                 let h = &mut self.hist[..n_bins * stride];
-                h.fill(0.0);
-                build_histogram(matrix.column(f), node_rows, self.weights, self.counts, self.target, h);
+                match self.packed {
+                    Some(stats) => {
+                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.wide, h, stride)
+                    }
+                    None => {
+                        h.fill(0.0);
+                        build_histogram(matrix.column(f), node_rows, self.weights, self.counts, self.target, h);
+                    }
+                }
                 if occupied_bins(h, stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }

@@ -52,13 +52,21 @@ impl Target<'_> {
         }
     }
 
-    /// Row `r`'s statistics as one three-value bin (padded to four), as
-    /// [`Target::add_row`] would add them, for [`crate::build_row_histograms`];
-    /// `None` for classes, whose bins are wider.
-    #[inline]
+    /// Row `r`'s statistics as one bin of at most four values, padded with
+    /// zeros: what [`Target::add_row`] adds to each of the bin's values (zero
+    /// where it adds nothing), for [`crate::build_row_histograms`] (three-value
+    /// targets) and [`build_histogram_packed`]; `None` for more than three
+    /// classes, whose bins are wider.
+    #[inline(always)]
     pub fn row_stats(&self, r: usize, weights: &[f64], counts: &[f64]) -> Option<crate::RowStats> {
         match *self {
-            Target::Classes { .. } => None,
+            Target::Classes { n_classes, .. } if n_classes > 3 => None,
+            Target::Classes { labels, n_classes } => {
+                let mut stats = [0.0; 4];
+                stats[labels[r] as usize] = weights[r];
+                stats[n_classes] = counts[r];
+                Some(stats)
+            }
             Target::Values { y } => Some([counts[r], weights[r], weights[r] * y[r], 0.0]),
             Target::Gradients { grad, hess } => Some([counts[r], grad[r], hess[r], 0.0]),
         }
@@ -90,6 +98,78 @@ pub fn build_histogram(
     hist: &mut [f64],
 ) {
     crate::dispatch::run(HistogramKernel { column, rows, weights, counts, target, hist })
+}
+
+/// Sets `hist` (`n_bins * stride` values, bin-major, `stride <= 4`) to the
+/// histogram of `rows`, each adding its packed statistics `stats[r]` (see
+/// [`Target::row_stats`]) as one four-lane add into `wide`, a scratch
+/// buffer of four-lane bins. Rows deep in a tree are scattered, and this
+/// reads two arrays per row where [`build_histogram`] reads four or five.
+///
+/// Equal to [`build_histogram`] to the bit: every bin receives its rows in
+/// the order of `rows`, and the zero lanes a row adds change nothing (a sum
+/// of non-negative weights from `+0` is never `-0`).
+pub fn build_histogram_packed(
+    column: &BinColumn,
+    rows: &[u32],
+    stats: &[crate::RowStats],
+    wide: &mut Vec<crate::RowStats>,
+    hist: &mut [f64],
+    stride: usize,
+) {
+    assert!((1..=4).contains(&stride) && hist.len() % stride == 0, "bins of at most four values");
+    let n_bins = hist.len() / stride;
+    wide.clear();
+    wide.resize(n_bins, [0.0; 4]);
+    crate::dispatch::run(PackedHistogramKernel { column, rows, stats, wide });
+    for (out, cell) in hist.chunks_exact_mut(stride).zip(wide.iter()) {
+        // A lane loop, not `copy_from_slice`: a copy of a run-time length is a `memmove` call per bin.
+        for (o, &c) in out.iter_mut().zip(cell) {
+            *o = c;
+        }
+    }
+}
+
+struct PackedHistogramKernel<'a> {
+    column: &'a BinColumn,
+    rows: &'a [u32],
+    stats: &'a [crate::RowStats],
+    wide: &'a mut [crate::RowStats],
+}
+
+impl WithSimd for PackedHistogramKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let PackedHistogramKernel { column, rows, stats, wide } = self;
+        match column {
+            BinColumn::U8(bins) => accumulate_packed(bins, rows, stats, wide),
+            BinColumn::U16(bins) => accumulate_packed(bins, rows, stats, wide),
+        }
+    }
+}
+
+/// Adds `stats[r]` of each row into its bin of `wide`, prefetching the bin
+/// and statistics of the row `PREFETCH_ROWS` places ahead.
+#[inline(always)]
+fn accumulate_packed<B: Copy + Into<usize>>(
+    bins: &[B],
+    rows: &[u32],
+    stats: &[crate::RowStats],
+    wide: &mut [crate::RowStats],
+) {
+    for (i, &r) in rows.iter().enumerate() {
+        if let Some(a) = row_ahead(rows, i) {
+            prefetch(bins, a);
+            prefetch(stats, a);
+        }
+        let r = r as usize;
+        let cell = &mut wide[bins[r].into()];
+        for (c, v) in cell.iter_mut().zip(stats[r]) {
+            *c += v;
+        }
+    }
 }
 
 struct HistogramKernel<'a, 'b> {
@@ -127,6 +207,8 @@ pub struct CompactHistogram {
     /// A dense histogram kept at zero between builds: rows add into it, the
     /// occupied bins are copied out and zeroed again.
     dense: Vec<f64>,
+    /// The same, in four-lane bins, for [`CompactHistogram::build_packed`].
+    packed: Vec<crate::RowStats>,
     /// Per bin: occupied in the current build.
     seen: Vec<bool>,
     touched: Vec<u16>,
@@ -137,6 +219,53 @@ impl CompactHistogram {
     /// Each bin receives its rows in the order of `rows`, as in [`build_histogram`].
     pub fn build(&mut self, column: &BinColumn, rows: &[u32], weights: &[f64], counts: &[f64], target: &Target<'_>) {
         let stride = target.stride();
+        let n_bins = self.reset(column, rows);
+        if self.dense.len() < n_bins * stride {
+            self.dense.resize(n_bins * stride, 0.0);
+        }
+        for &r in rows {
+            let b = self.occupy(column.get(r as usize));
+            target.add_row(&mut self.dense[b * stride..(b + 1) * stride], r as usize, weights, counts);
+        }
+        let mut dense = std::mem::take(&mut self.dense);
+        self.collect(stride, |b, out| {
+            let cell = &mut dense[b * stride..(b + 1) * stride];
+            out.copy_from_slice(cell);
+            cell.fill(0.0);
+        });
+        self.dense = dense;
+    }
+
+    /// [`CompactHistogram::build`] from packed row statistics (see
+    /// [`Target::row_stats`]; bins of `stride <= 4` values): one four-lane
+    /// add per row where [`CompactHistogram::build`] makes two or three
+    /// scalar ones. Equal to it to the bit, as [`build_histogram_packed`] is
+    /// to [`build_histogram`].
+    pub fn build_packed(&mut self, column: &BinColumn, rows: &[u32], stats: &[crate::RowStats], stride: usize) {
+        assert!((1..=4).contains(&stride), "bins of at most four values");
+        let n_bins = self.reset(column, rows);
+        if self.packed.len() < n_bins {
+            self.packed.resize(n_bins, [0.0; 4]);
+        }
+        for &r in rows {
+            let b = self.occupy(column.get(r as usize));
+            for (c, v) in self.packed[b].iter_mut().zip(stats[r as usize]) {
+                *c += v;
+            }
+        }
+        let mut packed = std::mem::take(&mut self.packed);
+        self.collect(stride, |b, out| {
+            for (o, &c) in out.iter_mut().zip(packed[b].iter()) {
+                *o = c;
+            }
+            packed[b] = [0.0; 4];
+        });
+        self.packed = packed;
+    }
+
+    /// Starts a build: sizes the per-bin flags for `rows` of `column` and
+    /// forgets the last build's bins; returns how many bins the dense buffers need.
+    fn reset(&mut self, column: &BinColumn, rows: &[u32]) -> usize {
         // Byte columns fit 256 bins; wide ones are sized by the node's largest bin.
         let max_bin = match column {
             BinColumn::U8(_) => usize::from(u8::MAX),
@@ -145,20 +274,25 @@ impl CompactHistogram {
         if self.seen.len() <= max_bin {
             self.seen.resize(max_bin + 1, false);
         }
-        if self.dense.len() < self.seen.len() * stride {
-            self.dense.resize(self.seen.len() * stride, 0.0);
-        }
         self.touched.clear();
-        for &r in rows {
-            let b = column.get(r as usize);
-            let seen = &mut self.seen[b as usize];
-            if !*seen {
-                *seen = true;
-                self.touched.push(b);
-            }
-            let b = b as usize;
-            target.add_row(&mut self.dense[b * stride..(b + 1) * stride], r as usize, weights, counts);
+        self.seen.len()
+    }
+
+    /// Marks bin `b` occupied (listing it the first time); returns it as an index.
+    #[inline(always)]
+    fn occupy(&mut self, b: u16) -> usize {
+        let seen = &mut self.seen[b as usize];
+        if !*seen {
+            *seen = true;
+            self.touched.push(b);
         }
+        b as usize
+    }
+
+    /// Lists the occupied bins in order (the missing bin 0 first, always) and
+    /// fills each one's `stride` statistics with `take(bin, out)`, which also
+    /// clears the bin in its dense buffer.
+    fn collect(&mut self, stride: usize, mut take: impl FnMut(usize, &mut [f64])) {
         self.touched.sort_unstable();
         self.bins.clear();
         self.bins.push(0);
@@ -168,9 +302,7 @@ impl CompactHistogram {
         for (slot, &b) in self.bins.iter().enumerate() {
             let b = b as usize;
             if self.seen[b] {
-                let cell = &mut self.dense[b * stride..(b + 1) * stride];
-                self.hist[slot * stride..(slot + 1) * stride].copy_from_slice(cell);
-                cell.fill(0.0);
+                take(b, &mut self.hist[slot * stride..(slot + 1) * stride]);
                 self.seen[b] = false;
             }
         }

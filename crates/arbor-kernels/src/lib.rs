@@ -31,7 +31,7 @@ mod row_histogram;
 mod split;
 mod traversal;
 
-pub use histogram::{build_histogram, CompactHistogram, Target};
+pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
 pub use partition::partition_rows;
 pub use random_split::{random_split, NodeRows, RandomSplit};

@@ -4,8 +4,9 @@
 
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
-    best_split, build_histogram, build_row_histograms, leaves_block, partition_rows, Criterion, FlatNode, RowBins,
-    RowStats, SplitConstraints, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
+    best_split, build_histogram, build_histogram_packed, build_row_histograms, leaves_block, partition_rows,
+    CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints, Target, TreeNodes,
+    LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
@@ -41,6 +42,54 @@ fn node_rows(n: usize, keep: &[bool]) -> Vec<u32> {
 }
 
 proptest! {
+    /// Packed row statistics (one four-lane add per row) give the histograms
+    /// of the per-array kernels to the bit, dense and compact, at every level.
+    #[test]
+    fn packed_histograms_equal_unpacked_ones(
+        cells in proptest::collection::vec((0u16..300, 0u32..3, -5.0..5.0f64, 0.0..3.0f64), 1..400),
+        n_bins in 2usize..300,
+        n_classes in 2usize..4,
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+        criterion in criterion(),
+        wide: bool,
+    ) {
+        let n = cells.len();
+        let bins: Vec<u16> = cells.iter().map(|c| c.0 % n_bins as u16).collect();
+        let column = if wide || n_bins > 256 {
+            BinColumn::U16(bins)
+        } else {
+            BinColumn::U8(bins.iter().map(|&b| b as u8).collect())
+        };
+        let labels: Vec<u32> = cells.iter().map(|c| c.1 % n_classes as u32).collect();
+        let y: Vec<f64> = cells.iter().map(|c| c.2).collect();
+        let w: Vec<f64> = cells.iter().map(|c| c.3).collect();
+        let counts: Vec<f64> = cells.iter().map(|c| c.3.floor()).collect();
+        let target = match criterion {
+            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &labels, n_classes },
+            Criterion::Mse => Target::Values { y: &y },
+            Criterion::Newton { .. } => Target::Gradients { grad: &y, hess: &w },
+        };
+        let stride = target.stride();
+        let stats: Vec<RowStats> = (0..n).map(|r| target.row_stats(r, &w, &counts).expect("at most three classes")).collect();
+        let rows = node_rows(n, &keep);
+        let mut expected = vec![0.0; n_bins * stride];
+        build_histogram(&column, &rows, &w, &counts, &target, &mut expected);
+        let mut compact = CompactHistogram::default();
+        compact.build(&column, &rows, &w, &counts, &target);
+        let packed = same_at_every_level(|| {
+            let mut hist = vec![f64::NAN; n_bins * stride];
+            build_histogram_packed(&column, &rows, &stats, &mut Vec::new(), &mut hist, stride);
+            bits(&hist)
+        })?;
+        prop_assert_eq!(packed, bits(&expected));
+        let mut compact_packed = CompactHistogram::default();
+        for _ in 0..2 { // a second build starts from the buffers the first left
+            compact_packed.build_packed(&column, &rows, &stats, stride);
+        }
+        prop_assert_eq!(&compact_packed.bins, &compact.bins);
+        prop_assert_eq!(bits(&compact_packed.hist), bits(&compact.hist));
+    }
+
     #[test]
     fn histograms_and_split_scans_match_scalar(
         cells in proptest::collection::vec((0u16..300, 0u32..5, -5.0..5.0f64, 0.0..3.0f64), 1..400),
