@@ -82,20 +82,21 @@ pub fn train_boosting(
     let mut rounds_run = 0;
     for round in 0..bp.n_rounds {
         let mut rng = tree_rng(bp.seed, round);
-        let rows = if subsample {
-            let rows = sample_rows(&train_rows, n_sampled, &mut rng);
+        let sampled;
+        let rows: &[u32] = if subsample {
+            sampled = sample_rows(&train_rows, n_sampled, &mut rng);
             counts.iter_mut().for_each(|c| *c = 0.0);
-            rows.iter().for_each(|&r| counts[r as usize] = 1.0);
-            rows
+            sampled.iter().for_each(|&r| counts[r as usize] = 1.0);
+            &sampled
         } else {
-            train_rows.clone()
+            &train_rows
         };
         if loss == Loss::Softmax {
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
         let mut round_trees = Vec::with_capacity(outputs);
         for output in 0..outputs {
-            loss.gradients(&target, &rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+            loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
             let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
             let rowwise = row_bins.as_ref().map(|bins| {
                 fill_row_stats(&kernel_target, &counts, &counts, &mut row_stats);
@@ -105,7 +106,7 @@ pub fn train_boosting(
                 &matrix,
                 rowwise,
                 &kernel_target,
-                rows.clone(),
+                rows.to_vec(),
                 &counts,
                 &counts,
                 &settings,

@@ -161,6 +161,9 @@ impl Loss {
     }
 }
 
+/// The logistic link of prediction, on the C library's `exp`. Training's
+/// derivatives use [`arbor_kernels::sigmoid`], whose `exp` vectorizes; the
+/// link keeps this one so predictions of existing models do not move.
 #[inline]
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())

@@ -698,34 +698,27 @@ fn cart_midpoint(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Statistics of a set of rows, in histogram-bin layout. Three-value targets
-/// sum in registers (a sum kept in memory waits on its own store every row),
-/// in row order as [`Target::add_row`] would add them.
+/// Statistics of a set of rows, in histogram-bin layout. Bins of at most
+/// four values are summed as packed rows ([`Target::row_stats`]) in
+/// registers: a sum kept in memory waits on its own store every row. Either
+/// way the rows are added in order, so the sums are the same.
 fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Vec<f64> {
-    if let Target::Classes { .. } = target {
-        let mut stats = vec![0.0; target.stride()];
+    let stride = target.stride();
+    if stride > 4 {
+        let mut stats = vec![0.0; stride];
         for &r in rows {
             target.add_row(&mut stats, r as usize, weights, counts);
         }
         return stats;
     }
-    let (mut a, mut b, mut c) = (0.0, 0.0, 0.0);
-    match *target {
-        Target::Values { y } => {
-            for &r in rows {
-                let r = r as usize;
-                (a, b, c) = (a + counts[r], b + weights[r], c + weights[r] * y[r]);
-            }
+    let mut sum = [0.0; 4];
+    for &r in rows {
+        let row = target.row_stats(r as usize, weights, counts).expect("bins of at most four values");
+        for (s, v) in sum.iter_mut().zip(row) {
+            *s += v;
         }
-        Target::Gradients { grad, hess } => {
-            for &r in rows {
-                let r = r as usize;
-                (a, b, c) = (a + counts[r], b + grad[r], c + hess[r]);
-            }
-        }
-        Target::Classes { .. } => unreachable!("returned above"),
     }
-    vec![a, b, c]
+    sum[..stride].to_vec()
 }
 
 /// The node's impurity `i(t)` (seed 000): Gini or entropy from class weights,

@@ -41,6 +41,44 @@ fn node_rows(n: usize, keep: &[bool]) -> Vec<u32> {
     (0..n as u32).filter(|&r| keep[r as usize % keep.len()]).collect()
 }
 
+/// One node's worth of histogram input drawn by the proptests below: `cells`
+/// are (bin, class, value, weight) per row.
+struct HistogramInput {
+    column: BinColumn,
+    labels: Vec<u32>,
+    y: Vec<f64>,
+    w: Vec<f64>,
+    n_classes: usize,
+}
+
+impl HistogramInput {
+    /// Bins taken modulo `n_bins` (wide columns when asked or needed), classes modulo `n_classes`.
+    fn new(cells: &[(u16, u32, f64, f64)], n_bins: usize, n_classes: usize, wide: bool) -> HistogramInput {
+        let bins: Vec<u16> = cells.iter().map(|c| c.0 % n_bins as u16).collect();
+        let column = if wide || n_bins > 256 {
+            BinColumn::U16(bins)
+        } else {
+            BinColumn::U8(bins.iter().map(|&b| b as u8).collect())
+        };
+        HistogramInput {
+            column,
+            labels: cells.iter().map(|c| c.1 % n_classes as u32).collect(),
+            y: cells.iter().map(|c| c.2).collect(),
+            w: cells.iter().map(|c| c.3).collect(),
+            n_classes,
+        }
+    }
+
+    /// The target a criterion trains on: classes, values, or gradients (values) and hessians (weights).
+    fn target(&self, criterion: Criterion) -> Target<'_> {
+        match criterion {
+            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &self.labels, n_classes: self.n_classes },
+            Criterion::Mse => Target::Values { y: &self.y },
+            Criterion::Newton { .. } => Target::Gradients { grad: &self.y, hess: &self.w },
+        }
+    }
+}
+
 proptest! {
     /// Packed row statistics (one four-lane add per row) give the histograms
     /// of the per-array kernels to the bit, dense and compact, at every level.
@@ -54,37 +92,26 @@ proptest! {
         wide: bool,
     ) {
         let n = cells.len();
-        let bins: Vec<u16> = cells.iter().map(|c| c.0 % n_bins as u16).collect();
-        let column = if wide || n_bins > 256 {
-            BinColumn::U16(bins)
-        } else {
-            BinColumn::U8(bins.iter().map(|&b| b as u8).collect())
-        };
-        let labels: Vec<u32> = cells.iter().map(|c| c.1 % n_classes as u32).collect();
-        let y: Vec<f64> = cells.iter().map(|c| c.2).collect();
-        let w: Vec<f64> = cells.iter().map(|c| c.3).collect();
+        let input = HistogramInput::new(&cells, n_bins, n_classes, wide);
+        let (column, w) = (&input.column, &input.w);
         let counts: Vec<f64> = cells.iter().map(|c| c.3.floor()).collect();
-        let target = match criterion {
-            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &labels, n_classes },
-            Criterion::Mse => Target::Values { y: &y },
-            Criterion::Newton { .. } => Target::Gradients { grad: &y, hess: &w },
-        };
+        let target = input.target(criterion);
         let stride = target.stride();
-        let stats: Vec<RowStats> = (0..n).map(|r| target.row_stats(r, &w, &counts).expect("at most three classes")).collect();
+        let stats: Vec<RowStats> = (0..n).map(|r| target.row_stats(r, w, &counts).expect("at most three classes")).collect();
         let rows = node_rows(n, &keep);
         let mut expected = vec![0.0; n_bins * stride];
-        build_histogram(&column, &rows, &w, &counts, &target, &mut expected);
+        build_histogram(column, &rows, w, &counts, &target, &mut expected);
         let mut compact = CompactHistogram::default();
-        compact.build(&column, &rows, &w, &counts, &target);
+        compact.build(column, &rows, w, &counts, &target);
         let packed = same_at_every_level(|| {
             let mut hist = vec![f64::NAN; n_bins * stride];
-            build_histogram_packed(&column, &rows, &stats, &mut Vec::new(), &mut hist, stride);
+            build_histogram_packed(column, &rows, &stats, &mut Vec::new(), &mut hist, stride);
             bits(&hist)
         })?;
         prop_assert_eq!(packed, bits(&expected));
         let mut compact_packed = CompactHistogram::default();
         for _ in 0..2 { // a second build starts from the buffers the first left
-            compact_packed.build_packed(&column, &rows, &stats, stride);
+            compact_packed.build_packed(column, &rows, &stats, stride);
         }
         prop_assert_eq!(&compact_packed.bins, &compact.bins);
         prop_assert_eq!(bits(&compact_packed.hist), bits(&compact.hist));
@@ -101,26 +128,15 @@ proptest! {
         wide: bool,
     ) {
         let n = cells.len();
-        let bins: Vec<u16> = cells.iter().map(|c| c.0 % n_bins as u16).collect();
-        let column = if wide || n_bins > 256 {
-            BinColumn::U16(bins)
-        } else {
-            BinColumn::U8(bins.iter().map(|&b| b as u8).collect())
-        };
-        let labels: Vec<u32> = cells.iter().map(|c| c.1 % n_classes as u32).collect();
-        let y: Vec<f64> = cells.iter().map(|c| c.2).collect();
-        let w: Vec<f64> = cells.iter().map(|c| c.3).collect();
-        let target = match criterion {
-            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &labels, n_classes },
-            Criterion::Mse => Target::Values { y: &y },
-            Criterion::Newton { .. } => Target::Gradients { grad: &y, hess: &w },
-        };
+        let input = HistogramInput::new(&cells, n_bins, n_classes, wide);
+        let (column, w) = (&input.column, &input.w);
+        let target = input.target(criterion);
         let stride = target.stride();
         let rows = node_rows(n, &keep);
         let constraints = SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0, min_samples_category: 1.0 };
         same_at_every_level(|| {
             let mut hist = vec![0.0; n_bins * stride];
-            build_histogram(&column, &rows, &w, &w, &target, &mut hist);
+            build_histogram(column, &rows, w, w, &target, &mut hist);
             let split = best_split(&hist, stride, criterion, &constraints, categorical);
             (bits(&hist), split.map(|s| (s.gain.to_bits(), s.rule, bits(&s.left), bits(&s.right))))
         })?;
