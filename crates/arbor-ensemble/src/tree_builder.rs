@@ -9,9 +9,9 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_weight, occupied_bins,
-    partition_rows, random_split, CompactHistogram, Criterion, NodeRows, RandomSplit, RowBins, RowStats,
-    SplitCandidate, SplitConstraints, SplitRule, Target,
+    best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
+    occupied_bins, partition_rows, random_split, CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RowBins,
+    RowStats, SplitCandidate, SplitConstraints, SplitRule, Stats, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -67,7 +67,7 @@ struct Pending {
     start: usize,
     end: usize,
     depth: usize,
-    stats: Vec<f64>,
+    stats: Stats,
     /// Histograms of every feature (subtraction mode), when already known.
     hist: Option<Vec<f64>>,
 }
@@ -222,8 +222,16 @@ pub(crate) fn grow_tree(
     let n = rows.len();
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
     let rowwise = rowwise.filter(|_| all_features);
-    // Nodes drawing their features build each histogram column-wise from packed row statistics.
-    let packed = (!all_features && !settings.random_splitter && stride <= 4).then(|| {
+    // Nodes drawing their features build each histogram column-wise: from
+    // integer class counts when the rows carry no sample weights, otherwise
+    // from packed row statistics.
+    let draws = !all_features && !settings.random_splitter;
+    let keys = draws.then(|| count_keys(target, &rows, weights, counts)).flatten();
+    let n_classes = match *target {
+        Target::Classes { n_classes, .. } => n_classes,
+        _ => 0,
+    };
+    let packed = (draws && keys.is_none() && stride <= 4).then(|| {
         let mut packed = vec![[0.0; 4]; weights.len()];
         for &r in &rows {
             packed[r as usize] = target.row_stats(r as usize, weights, counts).expect("bins of at most four values");
@@ -241,6 +249,7 @@ pub(crate) fn grow_tree(
         stride,
         all_features,
         rowwise,
+        keys: keys.as_deref().map(|keys| (keys, n_classes)),
         packed: packed.as_deref(),
         wide: Vec::new(),
         layout: Layout::new(matrix, stride),
@@ -285,8 +294,12 @@ struct Grower<'a, 't, R> {
     all_features: bool,
     /// Build those histograms row-wise.
     rowwise: Option<RowWise<'a>>,
-    /// Each row's statistics packed in four lanes, by row id, for the dense
-    /// histograms of drawn features (targets of at most four values per bin).
+    /// Each row's class and multiplicity, by row id, and the number of
+    /// classes, for the histograms of drawn features (classes without
+    /// sample weights).
+    keys: Option<(&'a [CountKey], usize)>,
+    /// Otherwise each row's statistics packed in four lanes, by row id
+    /// (targets of at most four values per bin).
     packed: Option<&'a [RowStats]>,
     /// Four-lane bins for [`build_histogram_packed`].
     wide: Vec<RowStats>,
@@ -361,6 +374,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             stride: self.stride,
             all_features: self.all_features,
             rowwise: self.rowwise,
+            keys: self.keys,
             packed: self.packed,
             wide: Vec::new(),
             layout: self.layout.clone(),
@@ -531,18 +545,25 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                     RandomSplit::Constant => continue, // does not count towards features_per_node
                     RandomSplit::Tried(candidate) => candidate,
                 }
-            } else if node_rows.len() * 2 < n_bins {
-                // Few rows, many bins: scan only the bins the rows occupy.
-                match self.packed {
-                    Some(stats) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
-                    None => self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target),
+            } else if self.keys.is_some() || node_rows.len() * 2 < n_bins {
+                // Scan only the bins the rows occupy: integer class counts
+                // find them cheaply at any size; other statistics when few
+                // rows fall in many bins.
+                match (self.keys, self.packed) {
+                    (Some((keys, n_classes)), _) => {
+                        self.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
+                    }
+                    (None, Some(stats)) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
+                    (None, None) => {
+                        self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target)
+                    }
                 }
-                if occupied_bins(&self.compact.hist, stride, criterion) < 2 {
+                if occupied_bins(self.compact.hist(), stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }
-                best_split(&self.compact.hist, stride, criterion, c, categorical).map(|mut s| {
+                best_split(self.compact.hist(), stride, criterion, c, categorical).map(|mut s| {
                     let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
-                    s.rule = s.rule.expand(&self.compact.bins, n_bins, unseen_left);
+                    s.rule = s.rule.expand(self.compact.bins(), n_bins, unseen_left);
                     s
                 })
             } else {
@@ -580,32 +601,25 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         node_hist: Option<Vec<f64>>,
     ) -> (Pending, Pending) {
         let (matrix, criterion) = (self.matrix, self.settings.criterion);
-        let mapper = matrix.mapper(f);
-        let goes_left = split.rule.goes_left(mapper.n_bins());
-        let n_left = self.partition(p.start..p.end, f, &goes_left);
+        let n_left = self.partition(p.start..p.end, f, &split.rule);
         let mid = p.start + n_left;
-        let test = match &split.rule {
-            SplitRule::Threshold { bin, .. } => {
-                SplitTest::LessOrEqual(self.threshold(f, *bin, p.start..mid, mid..p.end))
+        let (test, default_left) = match &split.rule {
+            SplitRule::Threshold { bin, missing_left } => {
+                (SplitTest::LessOrEqual(self.threshold(f, *bin, p.start..mid, mid..p.end)), *missing_left)
             }
             SplitRule::Categories { goes_left } => {
                 let mut words = vec![0u64; goes_left.len().div_ceil(64)];
                 for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
                     words[b / 64] |= 1 << (b % 64);
                 }
-                SplitTest::InCategories(words)
+                (SplitTest::InCategories(words), goes_left[0])
             }
         };
         let left = self.nodes.len();
         self.nodes.push(Node::Leaf { value: 0 });
         self.nodes.push(Node::Leaf { value: 0 });
-        self.nodes[p.node] = Node::Split {
-            feature: f as u32,
-            test,
-            default_left: goes_left[0],
-            left: left as u32,
-            right: left as u32 + 1,
-        };
+        self.nodes[p.node] =
+            Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
         self.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
         let (mut left_hist, mut right_hist) = (None, None);
@@ -637,22 +651,22 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         )
     }
 
-    /// Stably partitions the rows in `range` by `goes_left` of their bin of
+    /// Stably partitions the rows in `range` by `rule` on their bin of
     /// feature `f`; returns how many went left. A large node's two halves are
     /// partitioned in parallel, then the first half's right rows and the
     /// second half's left rows trade places: the same order as one pass.
-    fn partition(&mut self, range: std::ops::Range<usize>, f: usize, goes_left: &[bool]) -> usize {
+    fn partition(&mut self, range: std::ops::Range<usize>, f: usize, rule: &SplitRule) -> usize {
         let column = self.matrix.column(f);
         let rows = &mut self.rows[range];
         if rows.len() < 2 * PARALLEL_ROWS {
-            return partition_rows(rows, column, goes_left, &mut self.scratch);
+            return partition_rows(rows, column, rule, &mut self.scratch);
         }
         let half = rows.len() / 2;
         let (first, second) = rows.split_at_mut(half);
         let (scratch, second_scratch) = (&mut self.scratch, &mut self.second_scratch);
         let (left_first, left_second) = rayon::join(
-            || partition_rows(first, column, goes_left, scratch),
-            || partition_rows(second, column, goes_left, second_scratch),
+            || partition_rows(first, column, rule, scratch),
+            || partition_rows(second, column, rule, second_scratch),
         );
         rows[left_first..half + left_second].rotate_left(half - left_first);
         left_first + left_second
@@ -702,10 +716,10 @@ fn cart_midpoint(a: f64, b: f64) -> f64 {
 /// four values are summed as packed rows ([`Target::row_stats`]) in
 /// registers: a sum kept in memory waits on its own store every row. Either
 /// way the rows are added in order, so the sums are the same.
-fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Vec<f64> {
+fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Stats {
     let stride = target.stride();
     if stride > 4 {
-        let mut stats = vec![0.0; stride];
+        let mut stats = Stats::from_elem(0.0, stride);
         for &r in rows {
             target.add_row(&mut stats, r as usize, weights, counts);
         }
@@ -718,7 +732,7 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
             *s += v;
         }
     }
-    sum[..stride].to_vec()
+    Stats::from_slice(&sum[..stride])
 }
 
 /// The node's impurity `i(t)` (seed 000): Gini or entropy from class weights,

@@ -196,25 +196,72 @@ impl WithSimd for HistogramKernel<'_, '_> {
 
 /// A histogram over only the bins a node's rows occupy: for nodes with far
 /// fewer rows than bins, where filling and scanning every bin would cost more
-/// than the rows themselves.
+/// than the rows themselves, and for integer class counts at any size.
 #[derive(Clone, Debug, Default)]
 pub struct CompactHistogram {
-    /// The occupied bins, ascending; entry 0 is always the missing bin 0,
-    /// occupied or not, so compact index 0 keeps its meaning.
-    pub bins: Vec<u16>,
-    /// `bins.len() * stride` statistics, in the layout of [`build_histogram`].
-    pub hist: Vec<f64>,
+    /// The occupied bins, ascending, in the first `len` entries; entry 0 is
+    /// always the missing bin 0, occupied or not, so compact index 0 keeps
+    /// its meaning. The buffers only grow: a build writes over them.
+    bins: Vec<u16>,
+    /// `len * stride` statistics, in the layout of [`build_histogram`].
+    hist: Vec<f64>,
+    /// Bins listed by the last build.
+    len: usize,
+    /// Values per bin in the last build.
+    stride: usize,
     /// A dense histogram kept at zero between builds: rows add into it, the
     /// occupied bins are copied out and zeroed again.
     dense: Vec<f64>,
     /// The same, in four-lane bins, for [`CompactHistogram::build_packed`].
     packed: Vec<crate::RowStats>,
+    /// The same, as integer class sums, for [`CompactHistogram::build_counts`].
+    pub(crate) sums: Vec<u32>,
     /// Per bin: occupied in the current build.
-    seen: Vec<bool>,
-    touched: Vec<u16>,
+    pub(crate) seen: Vec<bool>,
+    pub(crate) touched: Vec<u16>,
 }
 
 impl CompactHistogram {
+    /// The occupied bins, ascending, the missing bin 0 first (occupied or not).
+    pub fn bins(&self) -> &[u16] {
+        &self.bins[..self.len]
+    }
+
+    /// Each listed bin's statistics, in the layout of [`build_histogram`].
+    pub fn hist(&self) -> &[f64] {
+        &self.hist[..self.len * self.stride]
+    }
+
+    /// Grows the buffers to hold `n_bins` bins of `stride` values and starts
+    /// a build of that stride.
+    pub(crate) fn size(&mut self, n_bins: usize, stride: usize) {
+        if self.bins.len() < n_bins {
+            self.bins.resize(n_bins, 0);
+        }
+        if self.hist.len() < n_bins * stride {
+            self.hist.resize(n_bins * stride, 0.0);
+        }
+        self.stride = stride;
+    }
+
+    /// Where the build writes bin slot `slot`: its bin and its statistics.
+    #[inline(always)]
+    pub(crate) fn slot(&mut self, slot: usize) -> (&mut u16, &mut [f64]) {
+        let stride = self.stride;
+        (&mut self.bins[slot], &mut self.hist[slot * stride..(slot + 1) * stride])
+    }
+
+    /// Both buffers whole, for a build that writes its slots itself.
+    #[inline(always)]
+    pub(crate) fn buffers(&mut self) -> (&mut [u16], &mut [f64]) {
+        (&mut self.bins, &mut self.hist)
+    }
+
+    /// Ends a build that listed `len` bins.
+    pub(crate) fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+
     /// Rebuilds the histogram for `rows` of `column` (buffers are reused).
     /// Each bin receives its rows in the order of `rows`, as in [`build_histogram`].
     pub fn build(&mut self, column: &BinColumn, rows: &[u32], weights: &[f64], counts: &[f64], target: &Target<'_>) {
@@ -264,9 +311,9 @@ impl CompactHistogram {
     }
 
     /// Starts a build: sizes the per-bin flags for `rows` of `column` and
-    /// forgets the last build's bins; returns how many bins the dense buffers need.
-    fn reset(&mut self, column: &BinColumn, rows: &[u32]) -> usize {
-        // Byte columns fit 256 bins; wide ones are sized by the node's largest bin.
+    /// forgets the last build's bins; returns how many bins the dense buffers
+    /// need (every bin of a byte column; up to the node's largest of a wide one).
+    pub(crate) fn reset(&mut self, column: &BinColumn, rows: &[u32]) -> usize {
         let max_bin = match column {
             BinColumn::U8(_) => usize::from(u8::MAX),
             BinColumn::U16(_) => rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize,
@@ -275,12 +322,12 @@ impl CompactHistogram {
             self.seen.resize(max_bin + 1, false);
         }
         self.touched.clear();
-        self.seen.len()
+        max_bin + 1
     }
 
     /// Marks bin `b` occupied (listing it the first time); returns it as an index.
     #[inline(always)]
-    fn occupy(&mut self, b: u16) -> usize {
+    pub(crate) fn occupy(&mut self, b: u16) -> usize {
         let seen = &mut self.seen[b as usize];
         if !*seen {
             *seen = true;
@@ -292,20 +339,23 @@ impl CompactHistogram {
     /// Lists the occupied bins in order (the missing bin 0 first, always) and
     /// fills each one's `stride` statistics with `take(bin, out)`, which also
     /// clears the bin in its dense buffer.
-    fn collect(&mut self, stride: usize, mut take: impl FnMut(usize, &mut [f64])) {
+    pub(crate) fn collect(&mut self, stride: usize, mut take: impl FnMut(usize, &mut [f64])) {
         self.touched.sort_unstable();
-        self.bins.clear();
-        self.bins.push(0);
-        self.bins.extend(self.touched.iter().filter(|&&b| b != 0));
-        self.hist.clear();
-        self.hist.resize(self.bins.len() * stride, 0.0);
-        for (slot, &b) in self.bins.iter().enumerate() {
-            let b = b as usize;
-            if self.seen[b] {
-                take(b, &mut self.hist[slot * stride..(slot + 1) * stride]);
-                self.seen[b] = false;
-            }
+        let occupied_missing = self.touched.first() == Some(&0);
+        let listed = self.touched.len() + usize::from(!occupied_missing);
+        self.size(listed, stride);
+        let (bin, out) = self.slot(0);
+        *bin = 0;
+        out.fill(0.0);
+        let first = usize::from(!occupied_missing);
+        for i in 0..self.touched.len() {
+            let b = self.touched[i];
+            let (bin, out) = self.slot(first + i);
+            *bin = b;
+            take(b as usize, out);
+            self.seen[b as usize] = false;
         }
+        self.set_len(listed);
     }
 }
 
@@ -386,10 +436,10 @@ mod tests {
         build_histogram(&column, &rows, &w, &w, &target, &mut dense);
         let mut compact = CompactHistogram::default();
         compact.build(&column, &rows, &w, &w, &target);
-        assert_eq!(compact.bins, vec![0, 2, 5, 7, 9]);
-        for (i, &b) in compact.bins.iter().enumerate() {
+        assert_eq!(compact.bins(), [0, 2, 5, 7, 9]);
+        for (i, &b) in compact.bins().iter().enumerate() {
             let b = b as usize;
-            assert_eq!(&compact.hist[i * 3..i * 3 + 3], &dense[b * 3..b * 3 + 3]);
+            assert_eq!(&compact.hist()[i * 3..i * 3 + 3], &dense[b * 3..b * 3 + 3]);
         }
     }
 

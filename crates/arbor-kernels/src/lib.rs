@@ -21,6 +21,7 @@
 //! assert_eq!(split.gain, 2.0); // Δ(Gini) · W = 0.5 · 4
 //! ```
 
+mod count_histogram;
 pub mod dispatch;
 mod histogram;
 mod logistic;
@@ -31,6 +32,7 @@ mod row_histogram;
 mod split;
 mod traversal;
 
+pub use count_histogram::{count_keys, CountKey, MAX_COUNT_CLASSES};
 pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
 pub use partition::partition_rows;
@@ -39,6 +41,6 @@ pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
 pub use row_histogram::{build_row_histograms, RowBins, RowStats};
 pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
-    SplitRule,
+    SplitRule, Stats,
 };
 pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};

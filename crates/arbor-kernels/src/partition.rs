@@ -3,17 +3,20 @@
 use arbor_quantize::BinColumn;
 use pulp::{Simd, WithSimd};
 
-/// Reorders `rows` so rows whose bin has `goes_left[bin]` come first, both
-/// sides keeping their order; returns how many went left. `scratch` is reused
-/// between calls to avoid allocation.
-pub fn partition_rows(rows: &mut [u32], column: &BinColumn, goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
-    crate::dispatch::run(PartitionKernel { rows, column, goes_left, scratch })
+use crate::SplitRule;
+
+/// Reorders `rows` so rows that `rule` sends left (by their bin in
+/// `column`) come first, both sides keeping their order; returns how many
+/// went left. A threshold is tested by comparison, with no per-bin table to
+/// build. `scratch` is reused between calls to avoid allocation.
+pub fn partition_rows(rows: &mut [u32], column: &BinColumn, rule: &SplitRule, scratch: &mut Vec<u32>) -> usize {
+    crate::dispatch::run(PartitionKernel { rows, column, rule, scratch })
 }
 
 struct PartitionKernel<'a> {
     rows: &'a mut [u32],
     column: &'a BinColumn,
-    goes_left: &'a [bool],
+    rule: &'a SplitRule,
     scratch: &'a mut Vec<u32>,
 }
 
@@ -22,12 +25,31 @@ impl WithSimd for PartitionKernel<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) -> usize {
-        let PartitionKernel { rows, column, goes_left, scratch } = self;
-        match column {
-            BinColumn::U8(bins) => partition(rows, bins, goes_left, scratch),
-            BinColumn::U16(bins) => partition(rows, bins, goes_left, scratch),
+        let PartitionKernel { rows, column, rule, scratch } = self;
+        match (column, rule) {
+            (BinColumn::U8(bins), SplitRule::Threshold { bin, missing_left }) => {
+                partition(rows, bins, threshold_test(*bin, *missing_left), scratch)
+            }
+            (BinColumn::U16(bins), SplitRule::Threshold { bin, missing_left }) => {
+                partition(rows, bins, threshold_test(*bin, *missing_left), scratch)
+            }
+            (BinColumn::U8(bins), SplitRule::Categories { goes_left }) => {
+                partition(rows, bins, |b| goes_left[b], scratch)
+            }
+            (BinColumn::U16(bins), SplitRule::Categories { goes_left }) => {
+                partition(rows, bins, |b| goes_left[b], scratch)
+            }
         }
     }
+}
+
+/// Whether bin `b` goes left of a threshold after bin `last`: the missing
+/// bin 0 where missing values go, value bins `1..=last` left. Without a
+/// branch: `b - 1` wraps for bin 0, past every `last`.
+#[inline(always)]
+fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) -> bool {
+    let last = usize::from(last);
+    move |b| (b.wrapping_sub(1) < last) | ((b == 0) & missing_left)
 }
 
 /// Branch-free: every row is written to both sides and only the side it
@@ -35,7 +57,12 @@ impl WithSimd for PartitionKernel<'_> {
 /// the branch predictor. A row lands at `rows[n_left]` only after `rows[i]`,
 /// `i >= n_left`, has been read.
 #[inline(always)]
-fn partition<B: Copy + Into<usize>>(rows: &mut [u32], bins: &[B], goes_left: &[bool], scratch: &mut Vec<u32>) -> usize {
+fn partition<B: Copy + Into<usize>>(
+    rows: &mut [u32],
+    bins: &[B],
+    goes_left: impl Fn(usize) -> bool,
+    scratch: &mut Vec<u32>,
+) -> usize {
     // Grown, never cleared: every slot read back below was written first.
     if scratch.len() < rows.len() {
         scratch.resize(rows.len(), 0);
@@ -43,7 +70,7 @@ fn partition<B: Copy + Into<usize>>(rows: &mut [u32], bins: &[B], goes_left: &[b
     let (mut n_left, mut n_right) = (0, 0);
     for i in 0..rows.len() {
         let r = rows[i];
-        let left = usize::from(goes_left[bins[r as usize].into()]);
+        let left = usize::from(goes_left(bins[r as usize].into()));
         rows[n_left] = r;
         scratch[n_right] = r;
         n_left += left;
@@ -61,8 +88,24 @@ mod tests {
     fn partition_is_stable() {
         let column = BinColumn::U8(vec![0, 1, 2, 1, 0, 2]);
         let mut rows = vec![5, 4, 3, 2, 1, 0];
-        let n = partition_rows(&mut rows, &column, &[true, false, true], &mut Vec::new());
+        let rule = SplitRule::Categories { goes_left: vec![true, false, true] };
+        let n = partition_rows(&mut rows, &column, &rule, &mut Vec::new());
         assert_eq!(n, 4);
         assert_eq!(rows, vec![5, 4, 2, 0, 3, 1]);
+    }
+
+    /// A threshold partitions as the per-bin table of [`SplitRule::goes_left`] does.
+    #[test]
+    fn thresholds_partition_as_their_tables() {
+        let column = BinColumn::U16((0..300u16).rev().chain(0..300).collect());
+        for (bin, missing_left) in [(0, false), (0, true), (1, false), (150, true), (298, false), (299, true)] {
+            let rule = SplitRule::Threshold { bin, missing_left };
+            let table = SplitRule::Categories { goes_left: rule.goes_left(300) };
+            let mut by_rule: Vec<u32> = (0..600).collect();
+            let mut by_table = by_rule.clone();
+            let n = partition_rows(&mut by_rule, &column, &rule, &mut Vec::new());
+            assert_eq!(n, partition_rows(&mut by_table, &column, &table, &mut Vec::new()));
+            assert_eq!(by_rule, by_table, "bin {bin}, missing left {missing_left}");
+        }
     }
 }

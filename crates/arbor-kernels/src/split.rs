@@ -95,6 +95,10 @@ impl SplitRule {
     }
 }
 
+/// Statistics in histogram-bin layout, held inline up to four values: a node
+/// or child of two or three classes, regression or boosting allocates nothing.
+pub type Stats = smallvec::SmallVec<[f64; 4]>;
+
 /// The best split found on one feature.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SplitCandidate {
@@ -104,9 +108,9 @@ pub struct SplitCandidate {
     /// Which rows go left.
     pub rule: SplitRule,
     /// Statistics of the left child (same layout as a histogram bin).
-    pub left: Vec<f64>,
+    pub left: Stats,
     /// Statistics of the right child.
-    pub right: Vec<f64>,
+    pub right: Stats,
 }
 
 /// Count and weight of a statistics vector (histogram-bin layout): for
@@ -273,7 +277,7 @@ impl<'a, B: StatBuf> Scan<'a, B> {
         if !self.found {
             return None;
         }
-        let left = self.best_left.as_ref().to_vec();
+        let left = Stats::from_slice(self.best_left.as_ref());
         let right = total.iter().zip(&left).map(|(t, l)| t - l).collect();
         Some(SplitCandidate { gain: self.best_gain, rule, left, right })
     }

@@ -26,9 +26,9 @@ fn check(bins: Vec<u8>, labels: Vec<u32>, weights: Vec<f64>, n_bins: usize, cate
 
     let mut compact = CompactHistogram::default();
     compact.build(&column, &rows, &weights, &weights, &target);
-    let found = best_split(&compact.hist, stride, criterion, &constraints, categorical).map(|mut s| {
+    let found = best_split(compact.hist(), stride, criterion, &constraints, categorical).map(|mut s| {
         let unseen_left = count_weight(&s.left, criterion).0 >= count_weight(&s.right, criterion).0;
-        s.rule = s.rule.expand(&compact.bins, n_bins, unseen_left);
+        s.rule = s.rule.expand(compact.bins(), n_bins, unseen_left);
         s
     });
     assert_eq!(found, expected);

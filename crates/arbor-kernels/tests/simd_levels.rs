@@ -4,9 +4,9 @@
 
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
-    best_split, build_histogram, build_histogram_packed, build_row_histograms, leaves_block, partition_rows,
-    CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints, Target, TreeNodes,
-    LEVEL_BY_LEVEL_MAX_DEPTH,
+    best_split, build_histogram, build_histogram_packed, build_row_histograms, count_keys, leaves_block,
+    partition_rows, CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints, SplitRule, Target,
+    TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
@@ -113,8 +113,37 @@ proptest! {
         for _ in 0..2 { // a second build starts from the buffers the first left
             compact_packed.build_packed(column, &rows, &stats, stride);
         }
-        prop_assert_eq!(&compact_packed.bins, &compact.bins);
-        prop_assert_eq!(bits(&compact_packed.hist), bits(&compact.hist));
+        prop_assert_eq!(compact_packed.bins(), compact.bins());
+        prop_assert_eq!(bits(compact_packed.hist()), bits(compact.hist()));
+    }
+
+    /// Integer class counts give the compact histograms of the weighted
+    /// kernel to the bit, from few rows or many, at every level, and leave
+    /// their buffers clean for the next build.
+    #[test]
+    fn count_histograms_equal_weighted_ones(
+        cells in proptest::collection::vec((0u16..300, 0u32..6, -5.0..5.0f64, 1.0..5.0f64), 1..400),
+        n_bins in 2usize..300,
+        n_classes in 1usize..7,
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+        wide: bool,
+    ) {
+        let n = cells.len();
+        let input = HistogramInput::new(&cells, n_bins, n_classes, wide);
+        let counts: Vec<f64> = input.w.iter().map(|w| w.floor()).collect();
+        let target = input.target(Criterion::Gini);
+        let all: Vec<u32> = (0..n as u32).collect();
+        let keys = count_keys(&target, &all, &counts, &counts).expect("whole counts, unit sample weights");
+        let rows = node_rows(n, &keep);
+        let mut expected = CompactHistogram::default();
+        expected.build(&input.column, &rows, &counts, &counts, &target);
+        let found = same_at_every_level(|| {
+            let mut compact = CompactHistogram::default();
+            compact.build_counts(&input.column, &all, &keys, n_classes, n_bins);
+            compact.build_counts(&input.column, &rows, &keys, n_classes, n_bins);
+            (compact.bins().to_vec(), bits(compact.hist()))
+        })?;
+        prop_assert_eq!(found, (expected.bins().to_vec(), bits(expected.hist())));
     }
 
     #[test]
@@ -180,13 +209,18 @@ proptest! {
     fn partitions_match_scalar(
         bins in proptest::collection::vec(0u8..40, 1..500),
         goes_left in proptest::collection::vec(any::<bool>(), 40),
+        threshold in proptest::option::of((0u16..41, any::<bool>())),
         keep in proptest::collection::vec(any::<bool>(), 1..9),
     ) {
+        let rule = match threshold {
+            Some((bin, missing_left)) => SplitRule::Threshold { bin, missing_left },
+            None => SplitRule::Categories { goes_left },
+        };
         let rows = node_rows(bins.len(), &keep);
         let column = BinColumn::U8(bins);
         same_at_every_level(|| {
             let mut rows = rows.clone();
-            let n_left = partition_rows(&mut rows, &column, &goes_left, &mut Vec::new());
+            let n_left = partition_rows(&mut rows, &column, &rule, &mut Vec::new());
             (n_left, rows)
         })?;
     }
