@@ -10,8 +10,9 @@
 
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
-    occupied_bins, partition_rows, random_split, CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RowBins,
-    RowStats, SplitCandidate, SplitConstraints, SplitRule, Stats, Target,
+    occupied_bins, partition_records, partition_rows, random_split, record_bin_range, CompactHistogram, CountKey,
+    Criterion, NodeRows, RandomSplit, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints, SplitRule,
+    Stats, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -58,7 +59,9 @@ pub(crate) struct GrownTree {
     pub gain_per_feature: Vec<f64>,
     /// The rows grown on, grouped by leaf: `leaves` index into it.
     pub rows: Vec<u32>,
-    /// Per leaf: the offset of its output in the tree's values, and its range in `rows`.
+    /// Per leaf: the offset of its output in the tree's values, and its
+    /// range in `rows`. Empty for trees grown on row records (forests'
+    /// classes), which regroup the records and leave the rows as given.
     pub leaves: Vec<(usize, std::ops::Range<usize>)>,
 }
 
@@ -238,6 +241,8 @@ pub(crate) fn grow_tree(
         }
         packed
     });
+    // Their rows as records in node order, when every feature's bins fit a byte.
+    let records = keys.as_deref().and_then(|keys| RowRecords::new(matrix, &rows, keys));
     let mut grower = Grower {
         matrix,
         target,
@@ -250,8 +255,11 @@ pub(crate) fn grow_tree(
         all_features,
         rowwise,
         keys: keys.as_deref().map(|keys| (keys, n_classes)),
+        records,
         packed: packed.as_deref(),
         wide: Vec::new(),
+        record_scratch: Vec::new(),
+        second_record_scratch: Vec::new(),
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
@@ -298,6 +306,13 @@ struct Grower<'a, 't, R> {
     /// classes, for the histograms of drawn features (classes without
     /// sample weights).
     keys: Option<(&'a [CountKey], usize)>,
+    /// The same keys with every feature's bins, as records that move with
+    /// the rows (drawn features; trees grown apart have none).
+    records: Option<RowRecords>,
+    /// The records' right side while partitioning, and the second half's
+    /// when a large node is partitioned in two.
+    record_scratch: Vec<u8>,
+    second_record_scratch: Vec<u8>,
     /// Otherwise each row's statistics packed in four lanes, by row id
     /// (targets of at most four values per bin).
     packed: Option<&'a [RowStats]>,
@@ -375,8 +390,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             all_features: self.all_features,
             rowwise: self.rowwise,
             keys: self.keys,
+            records: None,
             packed: self.packed,
             wide: Vec::new(),
+            record_scratch: Vec::new(),
+            second_record_scratch: Vec::new(),
             layout: self.layout.clone(),
             hist: Vec::new(),
             compact: CompactHistogram::default(),
@@ -450,6 +468,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         }
     }
 
+    /// Whether a node of these statistics and rows at this depth is split
+    /// (seed 000 "Termination Criteria"), or becomes a leaf.
+    fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
+        let criterion = self.settings.criterion;
+        let (count, weight) = count_weight(stats, criterion);
+        self.may_split(count, weight, depth)
+            && impurity(stats, self.target, criterion, rows, self.weights)
+                > self.settings.impurity_threshold.max(f64::EPSILON)
+    }
+
     fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
         let s = self.settings;
         (s.max_depth == 0 || depth < s.max_depth)
@@ -461,13 +489,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
     fn evaluate(&mut self, mut p: Pending) -> Evaluated {
         let settings = self.settings;
-        let criterion = settings.criterion;
-        let (count, weight) = count_weight(&p.stats, criterion);
-        let node_rows = &self.rows[p.start..p.end];
-        let splittable = self.may_split(count, weight, p.depth)
-            && impurity(&p.stats, self.target, criterion, node_rows, self.weights)
-                > settings.impurity_threshold.max(f64::EPSILON);
-        if !splittable {
+        if !self.splittable(&p.stats, &self.rows[p.start..p.end], p.depth) {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
@@ -550,6 +572,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 // find them cheaply at any size; other statistics when few
                 // rows fall in many bins.
                 match (self.keys, self.packed) {
+                    (Some((_, n_classes)), _) if self.records.is_some() => {
+                        let records = self.records.as_ref().expect("just checked");
+                        let node = records.records(p.start..p.end);
+                        self.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
+                    }
                     (Some((keys, n_classes)), _) => {
                         self.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
                     }
@@ -656,6 +683,23 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// partitioned in parallel, then the first half's right rows and the
     /// second half's left rows trade places: the same order as one pass.
     fn partition(&mut self, range: std::ops::Range<usize>, f: usize, rule: &SplitRule) -> usize {
+        if let Some(records) = self.records.as_mut() {
+            // The rows themselves stay put: the records are what nodes read.
+            let width = records.width();
+            let records = records.records_mut(range);
+            if records.len() < 2 * PARALLEL_ROWS * width {
+                return partition_records(records, width, f, rule, &mut self.record_scratch);
+            }
+            let half = records.len() / width / 2;
+            let (first, second) = records.split_at_mut(half * width);
+            let (scratch, second_scratch) = (&mut self.record_scratch, &mut self.second_record_scratch);
+            let (left_first, left_second) = rayon::join(
+                || partition_records(first, width, f, rule, scratch),
+                || partition_records(second, width, f, rule, second_scratch),
+            );
+            records[left_first * width..(half + left_second) * width].rotate_left((half - left_first) * width);
+            return left_first + left_second;
+        }
         let column = self.matrix.column(f);
         let rows = &mut self.rows[range];
         if rows.len() < 2 * PARALLEL_ROWS {
@@ -680,9 +724,18 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let Some(ranges) = self.ranges.map(|r| &r[f]).filter(|r| !r.is_empty()) else {
             return mapper.threshold(bin);
         };
-        let column = self.matrix.column(f);
-        let last_left = self.rows[left].iter().map(|&r| column.get(r as usize)).max().unwrap_or(0);
-        let first_right = self.rows[right].iter().map(|&r| column.get(r as usize)).filter(|&b| b > 0).min();
+        let (last_left, first_right) = match &self.records {
+            Some(records) => {
+                let width = records.width();
+                let last_left = record_bin_range(records.records(left), width, f).0;
+                (u16::from(last_left), record_bin_range(records.records(right), width, f).1.map(u16::from))
+            }
+            None => {
+                let column = self.matrix.column(f);
+                let last_left = self.rows[left].iter().map(|&r| column.get(r as usize)).max().unwrap_or(0);
+                (last_left, self.rows[right].iter().map(|&r| column.get(r as usize)).filter(|&b| b > 0).min())
+            }
+        };
         match first_right {
             Some(first_right) if last_left > 0 => {
                 cart_midpoint(ranges[last_left as usize].1, ranges[first_right as usize].0)
@@ -696,7 +749,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let offset = self.values.len();
         self.nodes[p.node] = Node::Leaf { value: offset as u32 };
         leaf_value(&p.stats, self.target, self.settings.criterion, self.settings.leaf_scale, &mut self.values);
-        self.leaves.push((offset, p.start..p.end));
+        if self.records.is_none() {
+            self.leaves.push((offset, p.start..p.end));
+        }
     }
 }
 

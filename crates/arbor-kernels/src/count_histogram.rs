@@ -13,6 +13,7 @@ use pulp::{Simd, WithSimd};
 
 use crate::dispatch::{prefetch, row_ahead};
 use crate::histogram::CompactHistogram;
+use crate::row_records::{as_records, record_key};
 use crate::Target;
 
 /// A row's class (low 8 bits) and multiplicity (high 24 bits) in one word.
@@ -102,6 +103,39 @@ fn accumulate_counts<B: Copy + Into<usize>>(
     }
 }
 
+struct CountRecordsKernel<'a> {
+    records: &'a [u8],
+    width: usize,
+    f: usize,
+    n_classes: usize,
+    sums: &'a mut [u32],
+}
+
+impl WithSimd for CountRecordsKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let CountRecordsKernel { records, width, f, n_classes, sums } = self;
+        match (width, n_classes) {
+            (16, 2) => accumulate_records::<16>(records, f, 2, sums),
+            (8, _) => accumulate_records::<8>(records, f, n_classes, sums),
+            (16, _) => accumulate_records::<16>(records, f, n_classes, sums),
+            (32, _) => accumulate_records::<32>(records, f, n_classes, sums),
+            _ => accumulate_records::<64>(records, f, n_classes, sums),
+        }
+    }
+}
+
+/// Adds each record's multiplicity to its class in its bin of feature `f`.
+#[inline(always)]
+fn accumulate_records<const W: usize>(records: &[u8], f: usize, n_classes: usize, sums: &mut [u32]) {
+    for record in as_records::<W>(records) {
+        let key = record_key(record);
+        sums[usize::from(record[f]) * n_classes + (key & 0xff) as usize] += key >> 8;
+    }
+}
+
 impl CompactHistogram {
     /// [`CompactHistogram::build`] from [`count_keys`], for a feature of
     /// `n_bins` bins: integer sums, equal to it to the bit. Few rows list
@@ -142,6 +176,58 @@ impl CompactHistogram {
             }
         }
         self.sums = sums;
+    }
+
+    /// [`CompactHistogram::build_counts`] from a node's records (see
+    /// [`crate::RowRecords`]; `width` bytes each): feature `f`'s bins and the keys
+    /// are read in order, not gathered by row id.
+    pub fn build_counts_records(&mut self, records: &[u8], width: usize, f: usize, n_classes: usize, n_bins: usize) {
+        assert!((1..=MAX_COUNT_CLASSES).contains(&n_classes), "a class histogram");
+        assert!(f + 4 < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
+        let mut sums = std::mem::take(&mut self.sums);
+        if records.len() / width * 2 < n_bins {
+            self.reset_flags(usize::from(u8::MAX));
+            if sums.len() < n_bins * n_classes {
+                sums.resize(n_bins * n_classes, 0);
+            }
+            match width {
+                8 => self.occupy_records::<8>(records, f, n_classes, &mut sums),
+                16 => self.occupy_records::<16>(records, f, n_classes, &mut sums),
+                32 => self.occupy_records::<32>(records, f, n_classes, &mut sums),
+                _ => self.occupy_records::<64>(records, f, n_classes, &mut sums),
+            }
+            self.collect(n_classes + 1, |b, out| {
+                let cell = &mut sums[b * n_classes..(b + 1) * n_classes];
+                write_bin(out, cell);
+                cell.fill(0);
+            });
+        } else {
+            sums.resize(n_bins * n_classes, 0);
+            let dense = &mut sums[..n_bins * n_classes];
+            crate::dispatch::run(CountRecordsKernel { records, width, f, n_classes, sums: dense });
+            match n_classes {
+                2 => self.compact_sums(dense, 2),
+                _ => self.compact_sums(dense, n_classes),
+            }
+        }
+        self.sums = sums;
+    }
+
+    /// [`CompactHistogram::occupy_counts`] over records.
+    #[inline(always)]
+    fn occupy_records<const W: usize>(&mut self, records: &[u8], f: usize, n_classes: usize, sums: &mut [u32]) {
+        let records = as_records::<W>(records);
+        self.touched.resize(records.len(), 0);
+        let mut listed = 0;
+        for record in records {
+            let b = usize::from(record[f]);
+            let new = !std::mem::replace(&mut self.seen[b], true);
+            self.touched[listed] = b as u16;
+            listed += usize::from(new);
+            let key = record_key(record);
+            sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
+        }
+        self.touched.truncate(listed);
     }
 
     /// Lists the bins of `sums` that hold rows (the missing bin 0 first,

@@ -318,6 +318,12 @@ impl CompactHistogram {
             BinColumn::U8(_) => usize::from(u8::MAX),
             BinColumn::U16(_) => rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize,
         };
+        self.reset_flags(max_bin)
+    }
+
+    /// Starts a build whose rows' bins are at most `max_bin`; returns how
+    /// many bins the dense buffers need.
+    pub(crate) fn reset_flags(&mut self, max_bin: usize) -> usize {
         if self.seen.len() <= max_bin {
             self.seen.resize(max_bin + 1, false);
         }

@@ -29,6 +29,7 @@ mod partition;
 mod random_split;
 mod ranked_traversal;
 mod row_histogram;
+mod row_records;
 mod split;
 mod traversal;
 
@@ -39,6 +40,7 @@ pub use partition::partition_rows;
 pub use random_split::{random_split, NodeRows, RandomSplit};
 pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
 pub use row_histogram::{build_row_histograms, RowBins, RowStats};
+pub use row_records::{partition_records, record_bin_range, RowRecords, MAX_RECORD_WIDTH};
 pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
     SplitRule, Stats,

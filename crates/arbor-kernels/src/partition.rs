@@ -47,7 +47,7 @@ impl WithSimd for PartitionKernel<'_> {
 /// bin 0 where missing values go, value bins `1..=last` left. Without a
 /// branch: `b - 1` wraps for bin 0, past every `last`.
 #[inline(always)]
-fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) -> bool {
+pub(crate) fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) -> bool {
     let last = usize::from(last);
     move |b| (b.wrapping_sub(1) < last) | ((b == 0) & missing_left)
 }

@@ -5,8 +5,8 @@
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, count_keys, leaves_block,
-    partition_rows, CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints, SplitRule, Target,
-    TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
+    partition_records, partition_rows, CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints,
+    SplitRule, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
@@ -144,6 +144,60 @@ proptest! {
             (compact.bins().to_vec(), bits(compact.hist()))
         })?;
         prop_assert_eq!(found, (expected.bins().to_vec(), bits(expected.hist())));
+    }
+
+    /// A node's rows as records (bins and key read in order) give the
+    /// histograms and partitions of the same rows read by row id, at every level.
+    #[test]
+    fn records_match_rows(
+        cells in proptest::collection::vec((0u16..256, 0u32..4, -5.0..5.0f64, 1.0..4.0f64), 1..400),
+        n_bins in 2usize..257,
+        n_classes in 1usize..5,
+        keep in proptest::collection::vec(any::<bool>(), 1..9),
+        goes_left in proptest::collection::vec(any::<bool>(), 256),
+        threshold in proptest::option::of((0u16..257, any::<bool>())),
+        width in prop_oneof![Just(8usize), Just(16), Just(32), Just(64)],
+    ) {
+        let n = cells.len();
+        let input = HistogramInput::new(&cells, n_bins, n_classes, false);
+        let counts: Vec<f64> = input.w.iter().map(|w| w.floor()).collect();
+        let target = input.target(Criterion::Gini);
+        let rows = node_rows(n, &keep);
+        let keys = count_keys(&target, &rows, &counts, &counts).expect("whole counts, unit sample weights");
+        // The bin at byte 3, other features' bytes as noise, the key last.
+        let f = 3;
+        let records: Vec<u8> = rows
+            .iter()
+            .flat_map(|&r| {
+                let mut record = vec![r as u8; width];
+                record[f] = input.column.get(r as usize) as u8;
+                record[width - 4..].copy_from_slice(&keys[r as usize].to_le_bytes());
+                record
+            })
+            .collect();
+        let mut expected = CompactHistogram::default();
+        expected.build_counts(&input.column, &rows, &keys, n_classes, n_bins);
+        let found = same_at_every_level(|| {
+            let mut compact = CompactHistogram::default();
+            compact.build_counts_records(&records, width, f, n_classes, n_bins);
+            (compact.bins().to_vec(), bits(compact.hist()))
+        })?;
+        prop_assert_eq!(found, (expected.bins().to_vec(), bits(expected.hist())));
+
+        let rule = match threshold {
+            Some((bin, missing_left)) => SplitRule::Threshold { bin, missing_left },
+            None => SplitRule::Categories { goes_left },
+        };
+        let mut by_rows = rows.clone();
+        let n_left = partition_rows(&mut by_rows, &input.column, &rule, &mut Vec::new());
+        let moved = same_at_every_level(|| {
+            let mut moved = records.clone();
+            (partition_records(&mut moved, width, f, &rule, &mut Vec::new()), moved)
+        })?;
+        let keys_moved: Vec<u32> =
+            moved.1.chunks_exact(width).map(|c| u32::from_le_bytes(c[width - 4..].try_into().unwrap())).collect();
+        let keys_by_rows: Vec<u32> = by_rows.iter().map(|&r| keys[r as usize]).collect();
+        prop_assert_eq!((moved.0, keys_moved), (n_left, keys_by_rows));
     }
 
     #[test]

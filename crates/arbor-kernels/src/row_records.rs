@@ -1,0 +1,202 @@
+//! A tree's rows as byte records kept in node order.
+//!
+//! Deep in a tree a node's rows are scattered over the data, and reading a
+//! feature's bin and a row's class for each costs a cache miss apiece. Here
+//! each row is one record, its bin of every feature then its [`CountKey`],
+//! and the records move with their rows when a node splits: a node's records
+//! are contiguous, so its histograms and its partition read memory in order.
+
+use arbor_quantize::{BinColumn, BinnedMatrix};
+use pulp::{Simd, WithSimd};
+
+use crate::partition::threshold_test;
+use crate::{CountKey, SplitRule};
+
+/// Widest record: features of at most 60 bins' bytes, then the key.
+pub const MAX_RECORD_WIDTH: usize = 64;
+
+/// The rows of a tree as records of `width` bytes (a power of two, 8 to
+/// [`MAX_RECORD_WIDTH`]): bytes `0..n_features` hold the row's bins, the
+/// last four its key, little-endian.
+#[derive(Clone, Debug)]
+pub struct RowRecords {
+    bytes: Vec<u8>,
+    width: usize,
+}
+
+impl RowRecords {
+    /// The records of `rows`, in that order, or `None` when a feature has
+    /// more than 256 bins or the features outgrow [`MAX_RECORD_WIDTH`].
+    pub fn new(matrix: &BinnedMatrix, rows: &[u32], keys: &[CountKey]) -> Option<RowRecords> {
+        let n_features = matrix.n_features();
+        let width = (n_features + 4).next_power_of_two().max(8);
+        if width > MAX_RECORD_WIDTH {
+            return None;
+        }
+        let mut bytes = vec![0; rows.len() * width];
+        for f in 0..n_features {
+            let BinColumn::U8(bins) = matrix.column(f) else { return None };
+            for (record, &r) in bytes.chunks_exact_mut(width).zip(rows) {
+                record[f] = bins[r as usize];
+            }
+        }
+        for (record, &r) in bytes.chunks_exact_mut(width).zip(rows) {
+            record[width - 4..].copy_from_slice(&keys[r as usize].to_le_bytes());
+        }
+        Some(RowRecords { bytes, width })
+    }
+
+    /// Bytes per record.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The records of positions `range`.
+    pub fn records(&self, range: std::ops::Range<usize>) -> &[u8] {
+        &self.bytes[range.start * self.width..range.end * self.width]
+    }
+
+    /// The same, to partition.
+    pub fn records_mut(&mut self, range: std::ops::Range<usize>) -> &mut [u8] {
+        &mut self.bytes[range.start * self.width..range.end * self.width]
+    }
+}
+
+/// Bytes as records of `W` bytes (their length a multiple of `W`).
+#[inline(always)]
+pub(crate) fn as_records<const W: usize>(bytes: &[u8]) -> &[[u8; W]] {
+    bytemuck::cast_slice(bytes)
+}
+
+/// A record's key.
+#[inline(always)]
+pub(crate) fn record_key<const W: usize>(record: &[u8; W]) -> CountKey {
+    u32::from_le_bytes([record[W - 4], record[W - 3], record[W - 2], record[W - 1]])
+}
+
+/// Reorders `records` (of `width` bytes, see [`RowRecords`]) so the rows
+/// `rule` sends left by their bin of feature `f` come first, both sides
+/// keeping their order; returns how many went left. `scratch` is reused
+/// between calls.
+pub fn partition_records(records: &mut [u8], width: usize, f: usize, rule: &SplitRule, scratch: &mut Vec<u8>) -> usize {
+    assert!(f + 4 < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
+    if scratch.len() < records.len() {
+        scratch.resize(records.len(), 0);
+    }
+    crate::dispatch::run(PartitionRecordsKernel { records, width, f, rule, scratch })
+}
+
+struct PartitionRecordsKernel<'a> {
+    records: &'a mut [u8],
+    width: usize,
+    f: usize,
+    rule: &'a SplitRule,
+    scratch: &'a mut [u8],
+}
+
+impl WithSimd for PartitionRecordsKernel<'_> {
+    type Output = usize;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) -> usize {
+        match self.width {
+            8 => self.by_rule::<8>(),
+            16 => self.by_rule::<16>(),
+            32 => self.by_rule::<32>(),
+            _ => self.by_rule::<64>(),
+        }
+    }
+}
+
+impl PartitionRecordsKernel<'_> {
+    #[inline(always)]
+    fn by_rule<const W: usize>(self) -> usize {
+        let PartitionRecordsKernel { records, f, rule, scratch, .. } = self;
+        let records = bytemuck::cast_slice_mut::<u8, [u8; W]>(records);
+        let scratch = bytemuck::cast_slice_mut::<u8, [u8; W]>(scratch);
+        match rule {
+            SplitRule::Threshold { bin, missing_left } => {
+                partition::<W>(records, f, threshold_test(*bin, *missing_left), scratch)
+            }
+            SplitRule::Categories { goes_left } => partition::<W>(records, f, |b| goes_left[b], scratch),
+        }
+    }
+}
+
+/// Branch-free, as [`crate::partition_rows`]: each record is written to both
+/// sides and only its own side advances.
+#[inline(always)]
+fn partition<const W: usize>(
+    records: &mut [[u8; W]],
+    f: usize,
+    goes_left: impl Fn(usize) -> bool,
+    scratch: &mut [[u8; W]],
+) -> usize {
+    let n = records.len();
+    let scratch = &mut scratch[..n];
+    let (mut n_left, mut n_right) = (0, 0);
+    for i in 0..n {
+        let record = records[i];
+        let left = usize::from(goes_left(usize::from(record[f])));
+        // Both sides' next slots are at most `i`: the `min`s say so to the
+        // compiler, which then checks no bounds.
+        records[n_left.min(i)] = record;
+        scratch[n_right.min(i)] = record;
+        n_left += left;
+        n_right += 1 - left;
+    }
+    records[n_left..].copy_from_slice(&scratch[..n_right]);
+    n_left
+}
+
+/// The largest and smallest nonzero bin of feature `f` among `records`:
+/// where a split's left child ends and its right child starts.
+pub fn record_bin_range(records: &[u8], width: usize, f: usize) -> (u8, Option<u8>) {
+    let bins = records.chunks_exact(width).map(|record| record[f]);
+    (bins.clone().max().unwrap_or(0), bins.filter(|&b| b > 0).min())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{count_keys, partition_rows, Target};
+    use arbor_quantize::{FeatureColumn, QuantizeParams};
+
+    /// Records partition as the rows do, and keep each row's bins and key.
+    #[test]
+    fn records_follow_their_rows() {
+        let n = 50;
+        let columns: Vec<FeatureColumn> =
+            (0..5).map(|f| FeatureColumn::Numeric((0..n).map(|r| ((r * (f + 3)) % 17) as f64).collect())).collect();
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
+        let labels: Vec<u32> = (0..n as u32).map(|r| r % 3).collect();
+        let counts: Vec<f64> = (0..n).map(|r| (r % 4) as f64).collect();
+        let target = Target::Classes { labels: &labels, n_classes: 3 };
+        let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
+        let keys = count_keys(&target, &rows, &counts, &counts).unwrap();
+        let mut records = RowRecords::new(&matrix, &rows, &keys).unwrap();
+        assert_eq!(records.width(), 16);
+        for rule in [
+            SplitRule::Threshold { bin: 6, missing_left: false },
+            SplitRule::Categories { goes_left: (0..matrix.mapper(2).n_bins()).map(|b| b % 3 == 1).collect() },
+        ] {
+            let mut by_rows = rows.clone();
+            let n_left = partition_rows(&mut by_rows, matrix.column(2), &rule, &mut Vec::new());
+            let mut moved = records.clone();
+            let all = 0..rows.len();
+            assert_eq!(partition_records(moved.records_mut(all.clone()), 16, 2, &rule, &mut Vec::new()), n_left);
+            for (record, &r) in
+                moved.records(all).chunks_exact(16).map(|c| <[u8; 16]>::try_from(c).unwrap()).zip(&by_rows)
+            {
+                for (f, &bin) in record[..5].iter().enumerate() {
+                    assert_eq!(u16::from(bin), matrix.column(f).get(r as usize));
+                }
+                assert_eq!(record_key(&record), keys[r as usize]);
+            }
+        }
+        records.records_mut(0..1)[2] = 0;
+        let (last, first) = record_bin_range(records.records(0..rows.len()), 16, 2);
+        assert_eq!(u16::from(last), (0..n).map(|r| matrix.column(2).get(r)).max().unwrap());
+        assert!(first.is_some_and(|b| b > 0));
+    }
+}
