@@ -33,15 +33,20 @@ impl RowRecords {
         if width > MAX_RECORD_WIDTH {
             return None;
         }
+        let columns: Vec<&[u8]> = (0..n_features)
+            .map(|f| match matrix.column(f) {
+                BinColumn::U8(bins) => Some(bins.as_slice()),
+                BinColumn::U16(_) => None,
+            })
+            .collect::<Option<_>>()?;
         let mut bytes = vec![0; rows.len() * width];
-        for f in 0..n_features {
-            let BinColumn::U8(bins) = matrix.column(f) else { return None };
-            for (record, &r) in bytes.chunks_exact_mut(width).zip(rows) {
-                record[f] = bins[r as usize];
-            }
-        }
+        // Record by record: each is written whole while in cache.
         for (record, &r) in bytes.chunks_exact_mut(width).zip(rows) {
-            record[width - 4..].copy_from_slice(&keys[r as usize].to_le_bytes());
+            let r = r as usize;
+            for (byte, bins) in record.iter_mut().zip(&columns) {
+                *byte = bins[r];
+            }
+            record[width - 4..].copy_from_slice(&keys[r].to_le_bytes());
         }
         Some(RowRecords { bytes, width })
     }

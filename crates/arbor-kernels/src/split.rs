@@ -323,10 +323,13 @@ impl pulp::WithSimd for SplitKernel<'_> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) -> Option<SplitCandidate> {
         // The common strides get fixed-size statistics: regression and
-        // boosting (3), two or three classes (3, 4).
-        match self.stride {
-            3 => self.scan::<[f64; 3]>(),
-            4 => self.scan::<[f64; 4]>(),
+        // boosting (3), two or three classes (3, 4). Two classes under Gini,
+        // forests' default, get a scan of their own with the criterion a
+        // constant the compiler folds into the loop.
+        match (self.stride, self.criterion) {
+            (3, Criterion::Gini) => SplitKernel { criterion: Criterion::Gini, ..self }.scan::<[f64; 3]>(),
+            (3, _) => self.scan::<[f64; 3]>(),
+            (4, _) => self.scan::<[f64; 4]>(),
             _ => self.scan::<Vec<f64>>(),
         }
     }
