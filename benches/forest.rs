@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use arbor::ensemble::{train, Model, TrainParams, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
-use arbor::kernels::{build_histogram, build_row_histograms, RowBins, RowStats, Target};
+use arbor::kernels::{
+    build_histogram, build_row_histograms, count_keys, CompactHistogram, RowBins, RowRecords, RowStats, Target,
+};
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -35,9 +37,12 @@ fn training_data(batch: &RecordBatch) -> TrainingData {
 /// - `classes/<level>`, `gradients/<level>`: column-wise, one feature
 ///   (`dep_delay`) at a time, as random forests build them;
 /// - `rows/<level>`: row-wise, every feature at once, as boosting builds them;
+/// - `counts/<level>`, `records/<level>`: forests' class histograms as
+///   integer counts (no sample weights), compacted to the occupied bins:
+///   gathered by row id, or read in order from the node's row records;
 /// - `*_deep/<level>`: the same over a node deep in a tree, an irregular
 ///   sixteenth of the rows, where each row's values are a cache miss unless
-///   the kernel prefetches them.
+///   the kernel prefetches them (its records are contiguous, as growth keeps them).
 fn histogram(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
@@ -58,6 +63,8 @@ fn histogram(c: &mut Criterion) {
     let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
     let stats: Vec<RowStats> = (0..n).map(|r| [1.0, grad[r], hess[r], 0.0]).collect();
     let f = data.features.iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
+    let n_bins = matrix.mapper(f).n_bins();
+    let keys = count_keys(&classes, &rows, &ones, &ones).expect("unit weights");
 
     let mut group = c.benchmark_group("histogram");
     for level in Level::available() {
@@ -76,6 +83,21 @@ fn histogram(c: &mut Criterion) {
                     })
                 });
             }
+            let records = RowRecords::new(&matrix, node_rows, &keys).expect("12 byte-sized features");
+            let mut compact = CompactHistogram::default();
+            group.bench_function(BenchmarkId::new(format!("counts{node}"), level), |b| {
+                b.iter(|| {
+                    with_level(level, || compact.build_counts(matrix.column(f), node_rows, &keys, 2, n_bins)).unwrap();
+                    black_box(compact.hist());
+                })
+            });
+            group.bench_function(BenchmarkId::new(format!("records{node}"), level), |b| {
+                let node = records.records(0..node_rows.len());
+                b.iter(|| {
+                    with_level(level, || compact.build_counts_records(node, records.width(), f, 2, n_bins)).unwrap();
+                    black_box(compact.hist());
+                })
+            });
             group.throughput(Throughput::Elements((node_rows.len() * n_features) as u64));
             let mut hist = vec![0.0; row_bins.offsets()[n_features] as usize * 3];
             group.bench_function(BenchmarkId::new(format!("rows{node}"), level), |b| {
