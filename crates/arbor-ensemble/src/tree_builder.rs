@@ -57,7 +57,8 @@ pub(crate) struct GrownTree {
     pub tree: Tree,
     /// Impurity decrease (or boosting gain) owed to each feature (for MDI).
     pub gain_per_feature: Vec<f64>,
-    /// The rows grown on, grouped by leaf: `leaves` index into it.
+    /// The rows grown on, grouped by leaf (`leaves` index into it), or as
+    /// given when `leaves` is empty.
     pub rows: Vec<u32>,
     /// Per leaf: the offset of its output in the tree's values, and its
     /// range in `rows`. Empty for trees grown on row records (forests'
@@ -331,7 +332,7 @@ struct Grower<'a, 't, R> {
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
     /// The tree's rows (a subtree's alone, when grown apart), regrouped by
-    /// node as the tree splits.
+    /// node as the tree splits; left as given when `records` are regrouped instead.
     rows: &'a mut [u32],
 }
 
