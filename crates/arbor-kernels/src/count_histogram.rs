@@ -161,19 +161,12 @@ impl CompactHistogram {
                 BinColumn::U8(bins) => self.occupy_counts(bins, rows, keys, n_classes, &mut sums),
                 BinColumn::U16(bins) => self.occupy_counts(bins, rows, keys, n_classes, &mut sums),
             }
-            self.collect(n_classes + 1, |b, out| {
-                let cell = &mut sums[b * n_classes..(b + 1) * n_classes];
-                write_bin(out, cell);
-                cell.fill(0);
-            });
+            self.collect_sums(&mut sums, n_classes);
         } else {
             sums.resize(n_bins * n_classes, 0);
             let dense = &mut sums[..n_bins * n_classes];
             crate::dispatch::run(CountHistogramKernel { column, rows, keys, n_classes, sums: dense });
-            match n_classes {
-                2 => self.compact_sums(dense, 2),
-                _ => self.compact_sums(dense, n_classes),
-            }
+            self.compact_all(dense, n_classes);
         }
         self.sums = sums;
     }
@@ -196,19 +189,12 @@ impl CompactHistogram {
                 32 => self.occupy_records::<32>(records, f, n_classes, &mut sums),
                 _ => self.occupy_records::<64>(records, f, n_classes, &mut sums),
             }
-            self.collect(n_classes + 1, |b, out| {
-                let cell = &mut sums[b * n_classes..(b + 1) * n_classes];
-                write_bin(out, cell);
-                cell.fill(0);
-            });
+            self.collect_sums(&mut sums, n_classes);
         } else {
             sums.resize(n_bins * n_classes, 0);
             let dense = &mut sums[..n_bins * n_classes];
             crate::dispatch::run(CountRecordsKernel { records, width, f, n_classes, sums: dense });
-            match n_classes {
-                2 => self.compact_sums(dense, 2),
-                _ => self.compact_sums(dense, n_classes),
-            }
+            self.compact_all(dense, n_classes);
         }
         self.sums = sums;
     }
@@ -228,6 +214,25 @@ impl CompactHistogram {
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }
         self.touched.truncate(listed);
+    }
+
+    /// Ends a build whose rows listed their bins: each listed bin's class
+    /// sums become its statistics and are zeroed for the next build.
+    fn collect_sums(&mut self, sums: &mut [u32], n_classes: usize) {
+        self.collect(n_classes + 1, |b, out| {
+            let cell = &mut sums[b * n_classes..(b + 1) * n_classes];
+            write_bin(out, cell);
+            cell.fill(0);
+        });
+    }
+
+    /// Ends a build that summed every bin, with [`CompactHistogram::compact_sums`]
+    /// (two classes, a loop of their own).
+    fn compact_all(&mut self, sums: &mut [u32], n_classes: usize) {
+        match n_classes {
+            2 => self.compact_sums(sums, 2),
+            _ => self.compact_sums(sums, n_classes),
+        }
     }
 
     /// Lists the bins of `sums` that hold rows (the missing bin 0 first,
