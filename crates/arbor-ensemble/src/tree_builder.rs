@@ -572,17 +572,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 // Scan only the bins the rows occupy: integer class counts
                 // find them cheaply at any size; other statistics when few
                 // rows fall in many bins.
-                match (self.keys, self.packed) {
-                    (Some((_, n_classes)), _) if self.records.is_some() => {
-                        let records = self.records.as_ref().expect("just checked");
+                match (&self.records, self.keys, self.packed) {
+                    (Some(records), Some((_, n_classes)), _) => {
                         let node = records.records(p.start..p.end);
                         self.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
                     }
-                    (Some((keys, n_classes)), _) => {
+                    (None, Some((keys, n_classes)), _) => {
                         self.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
                     }
-                    (None, Some(stats)) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
-                    (None, None) => {
+                    (_, None, Some(stats)) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
+                    (_, None, None) => {
                         self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target)
                     }
                 }

@@ -52,10 +52,7 @@ pub(crate) fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) ->
     move |b| (b.wrapping_sub(1) < last) | ((b == 0) & missing_left)
 }
 
-/// Branch-free: every row is written to both sides and only the side it
-/// belongs to advances, since a split's direction is as good as random to
-/// the branch predictor. A row lands at `rows[n_left]` only after `rows[i]`,
-/// `i >= n_left`, has been read.
+/// Rows by their bin in `bins`: the shared partition over row ids.
 #[inline(always)]
 fn partition<B: Copy + Into<usize>>(
     rows: &mut [u32],
@@ -63,20 +60,36 @@ fn partition<B: Copy + Into<usize>>(
     goes_left: impl Fn(usize) -> bool,
     scratch: &mut Vec<u32>,
 ) -> usize {
-    // Grown, never cleared: every slot read back below was written first.
+    // Grown, never cleared: every slot read back is written first.
     if scratch.len() < rows.len() {
         scratch.resize(rows.len(), 0);
     }
+    partition_by(rows, |&r| goes_left(bins[r as usize].into()), scratch)
+}
+
+/// Stably reorders `items` so those `goes_left` picks come first; returns
+/// how many did. Branch-free: every item is written to both sides (the
+/// right one is `scratch`, as long as `items` at least) and only its own
+/// side advances, since a split's direction is as good as random to the
+/// branch predictor. An item lands at `items[n_left]` only after
+/// `items[i]`, `i >= n_left`, has been read. Rows (by id) and row records
+/// both partition here.
+#[inline(always)]
+pub(crate) fn partition_by<T: Copy>(items: &mut [T], goes_left: impl Fn(&T) -> bool, scratch: &mut [T]) -> usize {
+    let n = items.len();
+    let scratch = &mut scratch[..n];
     let (mut n_left, mut n_right) = (0, 0);
-    for i in 0..rows.len() {
-        let r = rows[i];
-        let left = usize::from(goes_left(bins[r as usize].into()));
-        rows[n_left] = r;
-        scratch[n_right] = r;
+    for i in 0..n {
+        let item = items[i];
+        let left = usize::from(goes_left(&item));
+        // Both sides' next slots are at most `i`: the `min`s say so to the
+        // compiler, which then checks no bounds.
+        items[n_left.min(i)] = item;
+        scratch[n_right.min(i)] = item;
         n_left += left;
         n_right += 1 - left;
     }
-    rows[n_left..].copy_from_slice(&scratch[..n_right]);
+    items[n_left..].copy_from_slice(&scratch[..n_right]);
     n_left
 }
 

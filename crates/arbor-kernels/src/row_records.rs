@@ -9,7 +9,7 @@
 use arbor_quantize::{BinColumn, BinnedMatrix};
 use pulp::{Simd, WithSimd};
 
-use crate::partition::threshold_test;
+use crate::partition::{partition_by, threshold_test};
 use crate::{CountKey, SplitRule};
 
 /// Widest record: features of at most 60 bins' bytes, then the key.
@@ -121,37 +121,14 @@ impl PartitionRecordsKernel<'_> {
         let scratch = bytemuck::cast_slice_mut::<u8, [u8; W]>(scratch);
         match rule {
             SplitRule::Threshold { bin, missing_left } => {
-                partition::<W>(records, f, threshold_test(*bin, *missing_left), scratch)
+                let goes_left = threshold_test(*bin, *missing_left);
+                partition_by(records, |record| goes_left(usize::from(record[f])), scratch)
             }
-            SplitRule::Categories { goes_left } => partition::<W>(records, f, |b| goes_left[b], scratch),
+            SplitRule::Categories { goes_left } => {
+                partition_by(records, |record| goes_left[usize::from(record[f])], scratch)
+            }
         }
     }
-}
-
-/// Branch-free, as [`crate::partition_rows`]: each record is written to both
-/// sides and only its own side advances.
-#[inline(always)]
-fn partition<const W: usize>(
-    records: &mut [[u8; W]],
-    f: usize,
-    goes_left: impl Fn(usize) -> bool,
-    scratch: &mut [[u8; W]],
-) -> usize {
-    let n = records.len();
-    let scratch = &mut scratch[..n];
-    let (mut n_left, mut n_right) = (0, 0);
-    for i in 0..n {
-        let record = records[i];
-        let left = usize::from(goes_left(usize::from(record[f])));
-        // Both sides' next slots are at most `i`: the `min`s say so to the
-        // compiler, which then checks no bounds.
-        records[n_left.min(i)] = record;
-        scratch[n_right.min(i)] = record;
-        n_left += left;
-        n_right += 1 - left;
-    }
-    records[n_left..].copy_from_slice(&scratch[..n_right]);
-    n_left
 }
 
 /// The largest and smallest nonzero bin of feature `f` among `records`:
