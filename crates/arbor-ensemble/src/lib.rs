@@ -30,6 +30,7 @@ mod dot;
 mod error;
 mod flat_tree;
 mod forest;
+mod key_map;
 mod label;
 mod lightgbm_text;
 mod loss;

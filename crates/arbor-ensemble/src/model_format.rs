@@ -9,10 +9,11 @@
 //! 28      n     payload
 //! ```
 //!
-//! The payload of version 2 is a u64 length, the model without its trees
+//! The payload of version 3 is a u64 length, the model without its trees
 //! (postcard-encoded, `trees` empty), then the trees in the columnar layout
-//! of [`crate::tree_columns`]. Version 1, whose payload is the whole model
-//! postcard-encoded, is still read.
+//! of [`crate::tree_columns`]. Version 2, the same with wider tree columns,
+//! and version 1, whose payload is the whole model postcard-encoded, are
+//! still read.
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
@@ -34,8 +35,8 @@ use arbor_quantize::FeatureType;
 
 /// First bytes of every arbor model.
 pub const MAGIC: &[u8; 8] = b"ARBORMDL";
-/// The format version this build writes (it reads this one and version 1).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this build writes (it reads this one and versions 1 and 2).
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 28;
 
 impl Model {
@@ -65,7 +66,7 @@ impl Model {
         out.resize(HEADER_LEN, 0);
         out.extend_from_slice(&(rest.len() as u64).to_le_bytes());
         out.extend_from_slice(&rest);
-        tree_columns::encode(&self.trees, &mut out);
+        tree_columns::encode(&self.trees, self.leaf_width(), &mut out);
         let (header, payload) = out.split_at_mut(HEADER_LEN);
         header[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
         header[20..28].copy_from_slice(&xxh3_64(payload).to_le_bytes());
@@ -200,7 +201,7 @@ impl<R: Read> Payload<R> {
             }
         })?;
         let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if version != 1 && version != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&version) {
             return Err(ArborError::Model(format!(
                 "format version {version} is not supported (this build reads versions 1 to {FORMAT_VERSION})"
             )));
@@ -257,7 +258,7 @@ impl<R: Read> Payload<R> {
         }
         // The features are checked before the trees that index them.
         model.validate_header()?;
-        model.trees = tree_columns::read(self, &model.features, model.leaf_width())?;
+        model.trees = tree_columns::read(self, self.version, &model.features, model.leaf_width())?;
         match self.remaining() {
             0 => Ok(model),
             extra => Err(format!("{extra} unexpected bytes after the last tree")),

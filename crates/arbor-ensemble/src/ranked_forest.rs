@@ -4,13 +4,11 @@
 //! categorical feature, their category code), once per block of rows, and
 //! every tree is walked on 8-byte nodes and 2-byte values.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use arbor_kernels::{FlatNode, RankNode, RankedTree};
 use rayon::prelude::*;
 
 use crate::flat_tree::FlatTree;
+use crate::key_map::KeyMap;
 
 /// How one feature's raw values become the walk's ranks.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,29 +118,6 @@ fn rank(thresholds: &[f64], x: f64) -> u16 {
 fn key(threshold: f64) -> u64 {
     (threshold + 0.0).to_bits()
 }
-
-/// Hashes a threshold's key with one multiplication: the keys are few, known
-/// and not adversarial, and a model has millions of splits to look up.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|&b| self.write_u64(self.0 ^ u64::from(b)));
-    }
-
-    fn write_u64(&mut self, key: u64) {
-        // The mantissa's low bits are often all zero: fold the high half in
-        // first, and the product's high half back down at the end.
-        self.0 = (key ^ key >> 32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0 ^ self.0 >> 32
-    }
-}
-
-type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
 /// Each feature's ranking, from every split of every tree, with each
 /// threshold's rank by key; `None` when a feature is tested both ways, has

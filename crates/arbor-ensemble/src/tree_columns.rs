@@ -1,32 +1,54 @@
-//! The columnar encoding of trees in model format 2.
+//! The columnar encodings of trees: format 3, written, and format 2, read.
 //!
-//! Each tree is a section of fixed-width little-endian arrays (a flag byte
-//! and a feature or leaf offset per node, the split nodes' children, the
-//! thresholds, the category sets, the leaf values), preceded by its byte
-//! length. Decoding is a few straight passes over those arrays instead of a
-//! variable-length read per field, and the trees decode in parallel: a
-//! 100 MB forest loads several times faster than through the field-by-field
-//! encoding of format 1. Trees whose siblings are adjacent (all that arbor
-//! writes) decode straight into the flat traversal layout, node for node.
+//! Each tree is a section of fixed-width little-endian arrays, preceded by
+//! its byte length. Decoding is a few straight passes over those arrays
+//! instead of a variable-length read per field, and the trees decode in
+//! parallel. Trees whose siblings are adjacent (all that arbor writes)
+//! decode straight into the flat traversal layout, node for node.
+//!
+//! Format 3 stores each distinct threshold and each distinct leaf output of
+//! a tree once, and refers to them, to features, to leaves and to children
+//! by indices only as wide as the tree needs (1, 2 or 4 bytes). A split's
+//! right child is stored only when it does not follow its left one. A grown
+//! forest's leaves mostly repeat a few class distributions and its splits a
+//! few hundred thresholds per feature: the flights forest takes 32 MB
+//! instead of format 2's 119 MB, which is written, synced and read back
+//! that much faster.
 //!
 //! ```text
 //! u64 tree count, then per tree: u64 section length, then the section:
-//!   u32 nodes, u32 thresholds, u32 category sets, u32 category words, u32 values
-//!   u8  flags[nodes]          split, default left, test kind, zero left
-//!   u32 word[nodes]           a split's feature, a leaf's value offset
-//!   u32 children[2 * splits]  left then right, splits in node order
-//!   f64 thresholds[]          of `x <= t` and zero-as-missing tests, in node order
-//!   u32 set_len[]             words per category set, in node order
+//!   u32 nodes, u32 category sets, u32 category words, u32 distinct thresholds,
+//!   u32 values, u32 group width w, u32 distinct groups
+//!   u8  widths of: words, children, threshold indices, group indices
+//!   u8  children stored per split: 1 (the right is left + 1) or 2
+//!   u8  flags[nodes]              split, default left, test kind, zero left
+//!   word[nodes]                   a split's feature, a leaf's value offset / w
+//!   child[splits * per split]     left (then right), splits in node order
+//!   u32 set_len[]                 words per category set, in node order
 //!   u64 set_words[]
-//!   f64 values[]
+//!   f64 thresholds[distinct]      in order of first use
+//!   index[numeric splits]         each `x <= t` or zero-as-missing test's threshold
+//!   f64 groups[distinct * w]      distinct runs of w leaf values, in order of first use
+//!   index[values / w]             the tree's leaf values, a run of w at a time
 //! ```
+//!
+//! `w` is the model's leaf width when every leaf's values start on a multiple
+//! of it and the tree holds no more values than its leaves use, else 1.
+//!
+//! Format 2 has no tables: after five u32 counts (nodes, thresholds, category
+//! sets, category words, values) come `u8 flags[nodes]`, `u32 word[nodes]`
+//! (the value offset itself), `u32 children[2 * splits]`, `f64 thresholds[]`,
+//! `u32 set_len[]`, `u64 set_words[]` and `f64 values[]`.
 
+use std::collections::HashMap;
+use std::hash::Hash;
 use std::io::Read;
 
 use arbor_kernels::FlatNode;
 use rayon::prelude::*;
 
 use crate::flat_tree::FlatTree;
+use crate::key_map::KeyHash;
 use crate::model::Feature;
 use crate::model_format::Payload;
 use crate::tree::{Node, SplitTest, Tree};
@@ -45,9 +67,10 @@ const ZERO_LEFT: u8 = 1 << 4;
 /// Every flag a valid node may carry.
 const KNOWN: u8 = SPLIT | DEFAULT_LEFT | CATEGORIES | ZERO_AS_MISSING | ZERO_LEFT;
 
-/// Appends the encoding of `trees` to `out`.
-pub(crate) fn encode(trees: &[Tree], out: &mut Vec<u8>) {
-    let sections: Vec<Vec<u8>> = trees.par_iter().map(encode_tree).collect();
+/// Appends the format 3 encoding of `trees`, whose leaves hold `leaf_width`
+/// values each, to `out`.
+pub(crate) fn encode(trees: &[Tree], leaf_width: usize, out: &mut Vec<u8>) {
+    let sections: Vec<Vec<u8>> = trees.par_iter().map(|tree| encode_tree(tree, leaf_width)).collect();
     out.reserve(8 + sections.iter().map(|s| 8 + s.len()).sum::<usize>());
     out.extend_from_slice(&(trees.len() as u64).to_le_bytes());
     for section in sections {
@@ -66,14 +89,15 @@ enum Decoded {
     Lists(Tree),
 }
 
-/// Reads the trees written by [`encode`] from a model's payload, checking
-/// every length, a batch of trees at a time. Trees whose splits all have
-/// their right child right after their left one (every tree arbor writes)
-/// decode straight into the flat layout prediction walks, checked against
-/// the model's `features` and `leaf_width`; any other tree makes the model
-/// hold node lists, which [`crate::Model::validate`] checks.
+/// Reads the trees of a format `version` (2 or 3) payload, checking every
+/// length, a batch of trees at a time. Trees whose splits all have their
+/// right child right after their left one (every tree arbor writes) decode
+/// straight into the flat layout prediction walks, checked against the
+/// model's `features` and `leaf_width`; any other tree makes the model hold
+/// node lists, which [`crate::Model::validate`] checks.
 pub(crate) fn read<R: Read>(
     payload: &mut Payload<R>,
+    version: u32,
     features: &[Feature],
     leaf_width: usize,
 ) -> Result<Trees, String> {
@@ -92,7 +116,7 @@ pub(crate) fn read<R: Read>(
             .par_iter()
             .enumerate()
             .map(|(i, section)| {
-                decode(section, features, leaf_width).map_err(|e| format!("tree {}: {e}", first + i as u64))
+                decode(section, version, features, leaf_width).map_err(|e| format!("tree {}: {e}", first + i as u64))
             })
             .collect::<Result<_, _>>()?;
         trees.extend(decoded);
@@ -109,9 +133,9 @@ pub(crate) fn read<R: Read>(
     Ok(Trees::from(lists.collect::<Vec<_>>()))
 }
 
-/// Decodes one tree section.
-fn decode(section: &[u8], features: &[Feature], leaf_width: usize) -> Result<Decoded, String> {
-    let columns = Columns::read(section)?;
+/// Decodes one tree section of format `version`.
+fn decode(section: &[u8], version: u32, features: &[Feature], leaf_width: usize) -> Result<Decoded, String> {
+    let columns = if version == 2 { Columns::read_v2(section)? } else { Columns::read(section, leaf_width)? };
     if columns.siblings_adjacent() {
         columns.flat_tree(features, leaf_width).map(Decoded::Flat)
     } else {
@@ -119,23 +143,29 @@ fn decode(section: &[u8], features: &[Feature], leaf_width: usize) -> Result<Dec
     }
 }
 
-fn encode_tree(tree: &Tree) -> Vec<u8> {
+/// One tree's section in format 3.
+fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
     let n = tree.nodes.len();
+    let adjacent = tree
+        .nodes
+        .iter()
+        .all(|node| !matches!(node, Node::Split { left, right, .. } if left.checked_add(1) != Some(*right)));
+    let group = group_width(tree, leaf_width);
     let mut flags = Vec::with_capacity(n);
     let mut words = Vec::with_capacity(n);
     let mut children = Vec::with_capacity(n);
-    let mut thresholds = Vec::with_capacity(n / 2);
     let (mut set_lens, mut set_words) = (Vec::new(), Vec::new());
+    let mut thresholds = Table::default();
     for node in &tree.nodes {
         match node {
             Node::Leaf { value } => {
                 flags.push(0);
-                words.push(*value);
+                words.push(value / group as u32);
             }
             Node::Split { feature, test, default_left, left, right } => {
                 let mut flag = SPLIT | if *default_left { DEFAULT_LEFT } else { 0 };
                 match test {
-                    SplitTest::LessOrEqual(t) => thresholds.push(*t),
+                    SplitTest::LessOrEqual(t) => thresholds.add_key(t.to_bits(), std::slice::from_ref(t)),
                     SplitTest::InCategories(set) => {
                         flag |= CATEGORIES;
                         set_lens.push(set.len() as u32);
@@ -143,41 +173,212 @@ fn encode_tree(tree: &Tree) -> Vec<u8> {
                     }
                     SplitTest::ZeroAsMissing { threshold, zero_left } => {
                         flag |= ZERO_AS_MISSING | if *zero_left { ZERO_LEFT } else { 0 };
-                        thresholds.push(*threshold);
+                        thresholds.add_key(threshold.to_bits(), std::slice::from_ref(threshold));
                     }
                 }
                 flags.push(flag);
                 words.push(*feature);
-                children.extend_from_slice(&[*left, *right]);
+                children.push(*left);
+                if !adjacent {
+                    children.push(*right);
+                }
             }
         }
     }
-    let counts = [n, thresholds.len(), set_lens.len(), set_words.len(), tree.values.len()];
-    let mut out = Vec::with_capacity(20 + n * 5 + children.len() * 4 + (thresholds.len() + tree.values.len()) * 8);
+    let bits: &[u64] = bytemuck::cast_slice(&tree.values);
+    let mut groups = Table::default();
+    for (run, values) in bits.chunks_exact(group).zip(tree.values.chunks_exact(group)) {
+        groups.add_key(run, values);
+    }
+    let counts = [
+        n,
+        set_lens.len(),
+        set_words.len(),
+        thresholds.distinct.len(),
+        tree.values.len(),
+        group,
+        groups.distinct.len() / group,
+    ];
+    let widths = [&words, &children, &thresholds.indices, &groups.indices].map(|column| index_width(column));
+    let mut out = Vec::with_capacity(
+        40 + n * 3 + children.len() * 2 + (thresholds.distinct.len() + groups.distinct.len()) * 8 + words.len(),
+    );
     for count in counts {
         out.extend_from_slice(&(count as u32).to_le_bytes());
     }
+    out.extend_from_slice(&widths.map(|w| w as u8));
+    out.push(if adjacent { 1 } else { 2 });
     out.extend_from_slice(&flags);
-    words.iter().chain(&children).chain(&set_lens).for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
-    thresholds.iter().for_each(|t| out.extend_from_slice(&t.to_le_bytes()));
+    put_indices(&mut out, widths[0], &words);
+    put_indices(&mut out, widths[1], &children);
+    set_lens.iter().for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
     set_words.iter().for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
-    tree.values.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    thresholds.distinct.iter().for_each(|t| out.extend_from_slice(&t.to_le_bytes()));
+    put_indices(&mut out, widths[2], &thresholds.indices);
+    groups.distinct.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    put_indices(&mut out, widths[3], &groups.indices);
     out
 }
 
-/// One tree section's arrays, their lengths checked.
+/// How many leaf values `tree`'s leaf outputs are stored by: `leaf_width`
+/// when every leaf's output starts on a multiple of it and the tree holds no
+/// more values than its leaves use (so a decoder may bound what it expands),
+/// else 1.
+fn group_width(tree: &Tree, leaf_width: usize) -> usize {
+    let w = leaf_width.max(1);
+    let mut leaves = 0;
+    let aligned = tree.nodes.iter().all(|node| match node {
+        Node::Leaf { value } => {
+            leaves += 1;
+            *value as usize % w == 0
+        }
+        Node::Split { .. } => true,
+    });
+    if w > 1 && aligned && tree.values.len() % w == 0 && tree.values.len() <= leaves * w {
+        w
+    } else {
+        1
+    }
+}
+
+/// Distinct runs of values in order of first use, known by their bits `K`,
+/// and the index of each run added.
+struct Table<K> {
+    map: HashMap<K, u32, KeyHash>,
+    distinct: Vec<f64>,
+    indices: Vec<u32>,
+}
+
+impl<K> Default for Table<K> {
+    fn default() -> Self {
+        Table { map: HashMap::default(), distinct: Vec::new(), indices: Vec::new() }
+    }
+}
+
+impl<K: Eq + Hash> Table<K> {
+    /// Adds `values`, whose bits are `key`.
+    fn add_key(&mut self, key: K, values: &[f64]) {
+        let next = (self.distinct.len() / values.len().max(1)) as u32;
+        let index = *self.map.entry(key).or_insert_with(|| {
+            self.distinct.extend_from_slice(values);
+            next
+        });
+        self.indices.push(index);
+    }
+}
+
+/// Bytes per index: the fewest of 1, 2 and 4 that hold every one of `column`.
+fn index_width(column: &[u32]) -> usize {
+    match column.iter().max().copied().unwrap_or(0) {
+        0..=0xFF => 1,
+        0x100..=0xFFFF => 2,
+        _ => 4,
+    }
+}
+
+/// Appends `column`, each index `width` bytes little endian.
+fn put_indices(out: &mut Vec<u8>, width: usize, column: &[u32]) {
+    match width {
+        1 => out.extend(column.iter().map(|&i| i as u8)),
+        2 => column.iter().for_each(|&i| out.extend_from_slice(&(i as u16).to_le_bytes())),
+        _ => column.iter().for_each(|&i| out.extend_from_slice(&i.to_le_bytes())),
+    }
+}
+
+/// The indices of `bytes`, each `width` (1, 2 or 4) bytes little endian.
+fn indices(bytes: &[u8], width: usize) -> Vec<u32> {
+    match width {
+        1 => bytes.iter().map(|&b| u32::from(b)).collect(),
+        2 => bytes.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))).collect(),
+        _ => u32s(bytes).collect(),
+    }
+}
+
+/// One tree section's arrays, their lengths checked and their tables expanded.
 struct Columns<'a> {
     flags: &'a [u8],
-    words: &'a [u8],
-    children: &'a [u8],
-    set_lens: &'a [u8],
-    thresholds: &'a [u8],
-    set_words: &'a [u8],
-    values: &'a [u8],
+    /// A split's feature, a leaf's value offset.
+    words: Vec<u32>,
+    /// Each split's left child, or its left and right children when `pairs`.
+    children: Vec<u32>,
+    pairs: bool,
+    set_lens: Vec<u32>,
+    set_words: Vec<u64>,
+    /// One per numeric split, in node order.
+    thresholds: Vec<f64>,
+    values: Vec<f64>,
 }
 
 impl<'a> Columns<'a> {
-    fn read(section: &'a [u8]) -> Result<Columns<'a>, String> {
+    /// A format 3 section, whose trees have leaves `leaf_width` values wide.
+    fn read(section: &'a [u8], leaf_width: usize) -> Result<Columns<'a>, String> {
+        let mut reader = Reader(section);
+        let mut counts = [0usize; 7];
+        for count in &mut counts {
+            *count = reader.u32()? as usize;
+        }
+        let [n, n_sets, n_set_words, n_thresholds, n_values, group, n_groups] = counts;
+        let layout = reader.take(5)?;
+        let widths = [layout[0], layout[1], layout[2], layout[3]].map(usize::from);
+        if let Some(w) = widths.iter().find(|w| ![1, 2, 4].contains(*w)) {
+            return Err(format!("an index {w} bytes wide"));
+        }
+        let per_split = usize::from(layout[4]);
+        if per_split != 1 && per_split != 2 {
+            return Err(format!("{per_split} children stored per split"));
+        }
+        // Expanded, the values may take at most what the tree's leaves use.
+        if group != 1 && group != leaf_width || n_values % group != 0 {
+            return Err(format!("{n_values} leaf values in runs of {group}, for leaves of {leaf_width}"));
+        }
+        let flags = reader.take(n)?;
+        let (n_splits, n_categories) = count_flags(flags)?;
+        let n_leaves = n - n_splits;
+        if group > 1 && n_values > n_leaves * group {
+            return Err(format!("{n_values} leaf values for {n_leaves} leaves"));
+        }
+        let mut words = indices(reader.array(n, widths[0])?, widths[0]);
+        let children = indices(reader.array(n_splits * per_split, widths[1])?, widths[1]);
+        let set_lens: Vec<u32> = u32s(reader.array(n_sets, 4)?).collect();
+        let set_words = reader.array(n_set_words, 8)?.chunks_exact(8).map(u64_at).collect();
+        let distinct: Vec<f64> = reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect();
+        let threshold_at = indices(reader.array(n_splits - n_categories, widths[2])?, widths[2]);
+        check_indices(&threshold_at, distinct.len(), "threshold")?;
+        let thresholds = threshold_at.iter().map(|&i| distinct[i as usize]).collect();
+        let groups: Vec<f64> = reader
+            .array(n_groups.checked_mul(group).ok_or("a table length overflows")?, 8)?
+            .chunks_exact(8)
+            .map(f64_at)
+            .collect();
+        let group_at = indices(reader.array(n_values / group, widths[3])?, widths[3]);
+        check_indices(&group_at, n_groups, "leaf values")?;
+        let mut values = Vec::with_capacity(n_values);
+        if group == 1 {
+            values.extend(group_at.iter().map(|&i| groups[i as usize]));
+        } else {
+            group_at.iter().for_each(|&i| values.extend_from_slice(&groups[i as usize * group..][..group]));
+        }
+        reader.finish("after the leaf values")?;
+        if group > 1 {
+            // Leaves and splits alternate unpredictably: no branch per node.
+            let mut overflow = false;
+            for (word, &f) in words.iter_mut().zip(flags) {
+                let (offset, over) = word.overflowing_mul(if f & SPLIT == 0 { group as u32 } else { 1 });
+                overflow |= over;
+                *word = offset;
+            }
+            if overflow {
+                return Err("a leaf's value offset overflows".into());
+            }
+        }
+        let columns =
+            Columns { flags, words, children, pairs: per_split == 2, set_lens, set_words, thresholds, values };
+        columns.check_sets(n_sets, n_categories)?;
+        Ok(columns)
+    }
+
+    /// A format 2 section.
+    fn read_v2(section: &'a [u8]) -> Result<Columns<'a>, String> {
         let mut reader = Reader(section);
         let mut counts = [0usize; 5];
         for count in &mut counts {
@@ -185,62 +386,66 @@ impl<'a> Columns<'a> {
         }
         let [n, n_thresholds, n_sets, n_set_words, n_values] = counts;
         let flags = reader.take(n)?;
-        // One pass over the flags: each is known, and the splits and category splits counted.
-        let (mut n_splits, mut n_categories) = (0, 0);
-        for (i, &f) in flags.iter().enumerate() {
-            if f & !KNOWN != 0 || (f & CATEGORIES != 0 && f & ZERO_AS_MISSING != 0) {
-                return Err(format!("node {i} has unknown flags {f:#04x}"));
-            }
-            if f & SPLIT == 0 && f != 0 {
-                return Err(format!("leaf {i} has split flags {f:#04x}"));
-            }
-            n_splits += usize::from(f & SPLIT != 0);
-            n_categories += usize::from(f & CATEGORIES != 0);
-        }
+        let (n_splits, n_categories) = count_flags(flags)?;
         let columns = Columns {
             flags,
-            words: reader.array(n, 4)?,
-            children: reader.array(n_splits, 8)?,
-            set_lens: reader.array(n_sets, 4)?,
-            thresholds: reader.array(n_thresholds, 8)?,
-            set_words: reader.array(n_set_words, 8)?,
-            values: reader.array(n_values, 8)?,
+            words: u32s(reader.array(n, 4)?).collect(),
+            children: u32s(reader.array(n_splits, 8)?).collect(),
+            pairs: true,
+            set_lens: u32s(reader.array(n_sets, 4)?).collect(),
+            thresholds: reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect(),
+            set_words: reader.array(n_set_words, 8)?.chunks_exact(8).map(u64_at).collect(),
+            values: reader.array(n_values, 8)?.chunks_exact(8).map(f64_at).collect(),
         };
         reader.finish("after the leaf values")?;
-        if n_categories != n_sets || n_splits - n_categories != n_thresholds {
-            return Err("more or fewer thresholds or category sets than its nodes use".into());
+        if n_splits - n_categories != n_thresholds {
+            return Err("more or fewer thresholds than its nodes use".into());
         }
-        if u32s(columns.set_lens).map(|l| l as usize).sum::<usize>() != n_set_words {
+        columns.check_sets(n_sets, n_categories)?;
+        Ok(columns)
+    }
+
+    /// The category sets are one per category split and hold the set words exactly.
+    fn check_sets(&self, n_sets: usize, n_categories: usize) -> Result<(), String> {
+        if n_categories != n_sets {
+            return Err("more or fewer category sets than its nodes use".into());
+        }
+        if self.set_lens.iter().map(|&l| l as usize).sum::<usize>() != self.set_words.len() {
             return Err("more or fewer category words than its sets use".into());
         }
-        Ok(columns)
+        Ok(())
     }
 
     /// Every split's right child comes right after its left one.
     fn siblings_adjacent(&self) -> bool {
-        self.children.chunks_exact(8).all(|c| {
-            let [left, right] = [&c[..4], &c[4..]].map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
-            left.checked_add(1) == Some(right)
-        })
+        !self.pairs || self.children.chunks_exact(2).all(|c| c[0].checked_add(1) == Some(c[1]))
+    }
+
+    /// Split `k`'s children.
+    fn children(&self, k: usize) -> (u32, u32) {
+        if self.pairs {
+            (self.children[2 * k], self.children[2 * k + 1])
+        } else {
+            let left = self.children[k];
+            (left, left.wrapping_add(1))
+        }
     }
 
     /// The tree in node lists.
     fn tree(&self) -> Result<Tree, String> {
-        let mut words = u32s(self.words);
-        let mut children = u32s(self.children);
-        let mut set_lens = u32s(self.set_lens);
-        let mut thresholds = self.thresholds.chunks_exact(8).map(f64_at);
-        let mut set_words = self.set_words.chunks_exact(8).map(u64_at);
+        let mut set_lens = self.set_lens.iter();
+        let mut thresholds = self.thresholds.iter().copied();
+        let mut set_words = self.set_words.iter().copied();
         let mut nodes = Vec::with_capacity(self.flags.len());
-        for &flag in self.flags {
-            let word = words.next().expect("one word per node");
+        let mut split = 0;
+        for (&flag, &word) in self.flags.iter().zip(&self.words) {
             if flag & SPLIT == 0 {
                 nodes.push(Node::Leaf { value: word });
                 continue;
             }
             // The counts were checked against the flags: the arrays do not run out.
             let test = if flag & CATEGORIES != 0 {
-                let len = set_lens.next().expect("a set per category split") as usize;
+                let len = *set_lens.next().expect("a set per category split") as usize;
                 SplitTest::InCategories(set_words.by_ref().take(len).collect())
             } else {
                 let threshold = thresholds.next().expect("a threshold per numeric split");
@@ -250,30 +455,29 @@ impl<'a> Columns<'a> {
                     SplitTest::LessOrEqual(threshold)
                 }
             };
-            let (left, right) = (children.next().expect("two per split"), children.next().expect("two per split"));
+            let (left, right) = self.children(split);
+            split += 1;
             nodes.push(Node::Split { feature: word, test, default_left: flag & DEFAULT_LEFT != 0, left, right });
         }
-        Ok(Tree { nodes, values: self.values.chunks_exact(8).map(f64_at).collect() })
+        Ok(Tree { nodes, values: self.values.clone() })
     }
 
     /// The tree in the flat layout, node `i` staying node `i` (the caller
     /// made sure siblings are adjacent), checked.
-    fn flat_tree(&self, features: &[Feature], leaf_width: usize) -> Result<FlatTree, String> {
-        let mut words = u32s(self.words);
-        let mut lefts = self.children.chunks_exact(8).map(|c| u32::from_le_bytes(c[..4].try_into().expect("4 bytes")));
-        let mut set_lens = u32s(self.set_lens);
-        let mut thresholds = self.thresholds.chunks_exact(8).map(f64_at);
+    fn flat_tree(self, features: &[Feature], leaf_width: usize) -> Result<FlatTree, String> {
+        let mut set_lens = self.set_lens.iter().copied();
+        let mut thresholds = self.thresholds.iter().copied();
+        let mut split = 0;
         let has_sets = !self.set_lens.is_empty();
         let mut flat = FlatTree {
             nodes: Vec::with_capacity(self.flags.len()),
             depth: 0,
-            sets: has_sets.then(|| self.set_words.chunks_exact(8).map(u64_at).collect()),
+            sets: None,
             tests: Vec::new(),
-            values: self.values.chunks_exact(8).map(f64_at).collect(),
+            values: Vec::new(),
         };
         let mut set_offset = 0u32;
-        for (i, &flag) in self.flags.iter().enumerate() {
-            let word = words.next().expect("one word per node");
+        for (i, (&flag, &word)) in self.flags.iter().zip(&self.words).enumerate() {
             if flag & SPLIT == 0 {
                 flat.nodes.push(FlatNode::leaf(i as u32, word));
                 continue;
@@ -282,7 +486,8 @@ impl<'a> Columns<'a> {
             if word as usize >= features.len() {
                 return Err(format!("node {i} tests feature {word}, but the model has {}", features.len()));
             }
-            let left = lefts.next().expect("a pair per split");
+            let (left, _) = self.children(split);
+            split += 1;
             let default_left = flag & DEFAULT_LEFT != 0;
             flat.nodes.push(if flag & CATEGORIES != 0 {
                 let len = set_lens.next().expect("a set per category split");
@@ -299,9 +504,35 @@ impl<'a> Columns<'a> {
                 }
             });
         }
+        flat.sets = has_sets.then_some(self.set_words);
+        flat.values = self.values;
         flat.depth = flat.check(features, leaf_width)?;
         Ok(flat)
     }
+}
+
+/// Checks that every one of `at` indexes a table of `len` entries of `what`.
+fn check_indices(at: &[u32], len: usize, what: &str) -> Result<(), String> {
+    match at.iter().max() {
+        Some(&i) if i as usize >= len => Err(format!("{what} {i} of {len}")),
+        _ => Ok(()),
+    }
+}
+
+/// Checks that each of `flags` is known; counts the splits and the category splits.
+fn count_flags(flags: &[u8]) -> Result<(usize, usize), String> {
+    let (mut n_splits, mut n_categories) = (0, 0);
+    for (i, &f) in flags.iter().enumerate() {
+        if f & !KNOWN != 0 || (f & CATEGORIES != 0 && f & ZERO_AS_MISSING != 0) {
+            return Err(format!("node {i} has unknown flags {f:#04x}"));
+        }
+        if f & SPLIT == 0 && f != 0 {
+            return Err(format!("leaf {i} has split flags {f:#04x}"));
+        }
+        n_splits += usize::from(f & SPLIT != 0);
+        n_categories += usize::from(f & CATEGORIES != 0);
+    }
+    Ok((n_splits, n_categories))
 }
 
 /// Little-endian u32s of `bytes` (a multiple of 4 long).
@@ -395,7 +626,7 @@ mod tests {
     /// Reads `bytes`, which must hold the trees exactly.
     fn decode(bytes: &[u8]) -> Result<Trees, String> {
         let mut payload = Payload::unframed(bytes, bytes.len() as u64);
-        let trees = read(&mut payload, &features(), 2)?;
+        let trees = read(&mut payload, 3, &features(), 2)?;
         match payload.remaining() {
             0 => Ok(trees),
             extra => Err(format!("{extra} unexpected bytes")),
@@ -406,7 +637,7 @@ mod tests {
     fn every_kind_of_node_round_trips() {
         let trees = vec![tree(), Tree { nodes: vec![Node::Leaf { value: 0 }], values: vec![3.0, 3.0] }];
         let mut bytes = Vec::new();
-        encode(&trees, &mut bytes);
+        encode(&trees, 2, &mut bytes);
         let decoded = decode(&bytes).unwrap();
         assert!(decoded.lists_if_built().is_none(), "adjacent siblings decode into the flat layout");
         assert_eq!(decoded.flat()[0].depth, 2);
@@ -420,7 +651,7 @@ mod tests {
         apart.nodes[0] =
             Node::Split { feature: 2, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 2, right: 1 };
         let mut bytes = Vec::new();
-        encode(&[apart.clone()], &mut bytes);
+        encode(&[apart.clone()], 2, &mut bytes);
         let decoded = decode(&bytes).unwrap();
         assert!(decoded.lists_if_built().is_some());
         assert_eq!(*decoded, [apart]);
@@ -432,7 +663,7 @@ mod tests {
             let mut t = tree();
             edit(&mut t);
             let mut bytes = Vec::new();
-            encode(&[t], &mut bytes);
+            encode(&[t], 2, &mut bytes);
             decode(&bytes).unwrap_err()
         };
         let e = corrupt(&|t| {
@@ -464,10 +695,98 @@ mod tests {
         assert!(e.contains("invalid child"), "{e}");
     }
 
+    /// A comb of `splits` splits on feature `f % 3`: each split's left child
+    /// is a leaf, its right child the next split; thresholds cycle through
+    /// `distinct` values, leaf outputs through `outputs` pairs.
+    fn comb(splits: usize, distinct: usize, outputs: usize) -> Tree {
+        let mut nodes = Vec::with_capacity(2 * splits + 1);
+        let mut values = Vec::new();
+        for s in 0..splits {
+            let at = nodes.len() as u32;
+            let test = SplitTest::LessOrEqual((s % distinct) as f64 * 0.25);
+            nodes.push(Node::Split {
+                feature: (s % 3) as u32,
+                test,
+                default_left: s % 2 == 0,
+                left: at + 1,
+                right: at + 2,
+            });
+            nodes.push(Node::Leaf { value: values.len() as u32 });
+            values.extend([(s % outputs) as f64, 1.0 / (1 + s % outputs) as f64]);
+        }
+        nodes.push(Node::Leaf { value: values.len() as u32 });
+        values.extend([-1.0, -2.0]);
+        Tree { nodes, values }
+    }
+
+    /// The layout bytes of the first tree of `bytes`: its 7 counts and 5 widths.
+    fn layout(bytes: &[u8]) -> ([u32; 7], [u8; 5]) {
+        let counts = std::array::from_fn(|i| u32::from_le_bytes(bytes[16 + 4 * i..20 + 4 * i].try_into().unwrap()));
+        (counts, bytes[44..49].try_into().unwrap())
+    }
+
+    #[test]
+    fn repeated_thresholds_and_outputs_are_stored_once() {
+        let tree = comb(1000, 7, 5);
+        let mut bytes = Vec::new();
+        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        let (counts, widths) = layout(&bytes);
+        assert_eq!(counts, [2001, 0, 0, 7, 2002, 2, 6], "7 thresholds, 5 leaf pairs and the last leaf's");
+        assert_eq!(widths, [2, 2, 1, 1, 1], "2001 nodes need 2-byte words and children");
+        let decoded = decode(&bytes).unwrap();
+        assert!(decoded.lists_if_built().is_none());
+        assert_eq!(*decoded, [tree]);
+    }
+
+    #[test]
+    fn large_trees_take_wide_indices() {
+        // 70 000 splits: children past 65 535, as many distinct thresholds and outputs
+        let tree = comb(70_000, 70_000, 70_000);
+        let mut bytes = Vec::new();
+        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        let (counts, widths) = layout(&bytes);
+        assert_eq!(counts[3], 70_000);
+        assert_eq!(widths, [4, 4, 4, 4, 1]);
+        assert_eq!(*decode(&bytes).unwrap(), [tree]);
+    }
+
+    #[test]
+    fn leaves_off_the_leaf_width_store_values_one_by_one() {
+        // the first leaf's output starts at 1, not a multiple of the width 2
+        let mut t = tree();
+        t.values.insert(0, 9.0);
+        for node in &mut t.nodes {
+            if let Node::Leaf { value } = node {
+                *value += 1;
+            }
+        }
+        let mut bytes = Vec::new();
+        encode(std::slice::from_ref(&t), 2, &mut bytes);
+        assert_eq!(layout(&bytes).0[5], 1, "values in runs of 1");
+        assert_eq!(*decode(&bytes).unwrap(), [t]);
+    }
+
+    #[test]
+    fn indices_past_their_tables_are_errors() {
+        let tree = comb(10, 3, 2);
+        let mut bytes = Vec::new();
+        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        // the last byte is the last value run's index, the one before it the one before
+        let mut bad = bytes.clone();
+        *bad.last_mut().unwrap() = 9;
+        assert!(decode(&bad).unwrap_err().contains("leaf values 9 of 3"), "{:?}", decode(&bad));
+        // a threshold index: the comb's 10 of them end before 3 distinct pairs of
+        // leaf outputs (48 bytes) and 11 value indices
+        let mut bad = bytes;
+        let at = bad.len() - 11 - 48 - 1;
+        bad[at] = 5;
+        assert!(decode(&bad).unwrap_err().contains("threshold 5 of 3"), "{:?}", decode(&bad));
+    }
+
     #[test]
     fn every_truncation_and_extension_is_an_error() {
         let mut bytes = Vec::new();
-        encode(&[tree()], &mut bytes);
+        encode(&[tree()], 2, &mut bytes);
         for len in 0..bytes.len() {
             assert!(decode(&bytes[..len]).is_err(), "{len} of {} bytes decoded", bytes.len());
         }
@@ -478,8 +797,8 @@ mod tests {
     #[test]
     fn unknown_flags_and_miscounted_arrays_are_errors() {
         let mut bytes = Vec::new();
-        encode(&[tree()], &mut bytes);
-        let flags_at = 16 + 20;
+        encode(&[tree()], 2, &mut bytes);
+        let flags_at = 16 + 33;
         let mut bad = bytes.clone();
         bad[flags_at] |= 1 << 7;
         assert!(decode(&bad).unwrap_err().contains("unknown flags"), "{:?}", decode(&bad));
@@ -487,9 +806,17 @@ mod tests {
         let mut bad = bytes.clone();
         bad[flags_at + 3] = SPLIT;
         assert!(decode(&bad).is_err());
-        // one threshold fewer announced than the nodes use
-        let mut bad = bytes;
-        bad[16 + 4] = 1;
+        // one distinct threshold fewer announced than the nodes use
+        let mut bad = bytes.clone();
+        bad[16 + 12] -= 1;
         assert!(decode(&bad).is_err());
+        // an index width that is not 1, 2 or 4 bytes
+        let mut bad = bytes.clone();
+        bad[16 + 28] = 3;
+        assert!(decode(&bad).unwrap_err().contains("3 bytes wide"));
+        // leaf values in runs of a width other than 1 or the leaves'
+        let mut bad = bytes;
+        bad[16 + 20] = 3;
+        assert!(decode(&bad).unwrap_err().contains("in runs of 3"));
     }
 }
