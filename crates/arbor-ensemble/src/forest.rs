@@ -1,6 +1,8 @@
 //! Random forest training (seed 000): bootstrap sets, trees grown in parallel
 //! with per-tree random streams, out-of-bag error and variable importance.
 
+use std::borrow::Cow;
+
 use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
@@ -95,7 +97,11 @@ pub fn train_forest_with_oob(
                     counts[order[i] as usize] = 1.0;
                 }
             }
-            let weights: Vec<f64> = counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect();
+            // Without sample weights a row's weight is its count: no second array.
+            let weights: Cow<[f64]> = match &data.weights {
+                None => Cow::Borrowed(&counts),
+                Some(_) => Cow::Owned(counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect()),
+            };
             let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
             let root_weight: f64 = weights.iter().sum();
             let settings = GrowSettings {

@@ -153,17 +153,20 @@ impl CompactHistogram {
         assert!((1..=MAX_COUNT_CLASSES).contains(&n_classes), "a class histogram");
         let mut sums = std::mem::take(&mut self.sums);
         if rows.len() * 2 < n_bins {
-            self.reset(column, rows);
+            self.reset_flags(crate::histogram::max_bin(column, rows));
             if sums.len() < n_bins * n_classes {
                 sums.resize(n_bins * n_classes, 0);
             }
-            match column {
+            let listed = match column {
                 BinColumn::U8(bins) => self.occupy_counts(bins, rows, keys, n_classes, &mut sums),
                 BinColumn::U16(bins) => self.occupy_counts(bins, rows, keys, n_classes, &mut sums),
-            }
-            self.collect_sums(&mut sums, n_classes);
+            };
+            self.collect_sums(&mut sums, n_classes, listed);
         } else {
-            sums.resize(n_bins * n_classes, 0);
+            // Longer from a wider feature is fine: every cell is zero between builds.
+            if sums.len() < n_bins * n_classes {
+                sums.resize(n_bins * n_classes, 0);
+            }
             let dense = &mut sums[..n_bins * n_classes];
             crate::dispatch::run(CountHistogramKernel { column, rows, keys, n_classes, sums: dense });
             self.compact_all(dense, n_classes);
@@ -183,15 +186,18 @@ impl CompactHistogram {
             if sums.len() < n_bins * n_classes {
                 sums.resize(n_bins * n_classes, 0);
             }
-            match width {
+            let listed = match width {
                 8 => self.occupy_records::<8>(records, f, n_classes, &mut sums),
                 16 => self.occupy_records::<16>(records, f, n_classes, &mut sums),
                 32 => self.occupy_records::<32>(records, f, n_classes, &mut sums),
                 _ => self.occupy_records::<64>(records, f, n_classes, &mut sums),
-            }
-            self.collect_sums(&mut sums, n_classes);
+            };
+            self.collect_sums(&mut sums, n_classes, listed);
         } else {
-            sums.resize(n_bins * n_classes, 0);
+            // Longer from a wider feature is fine: every cell is zero between builds.
+            if sums.len() < n_bins * n_classes {
+                sums.resize(n_bins * n_classes, 0);
+            }
             let dense = &mut sums[..n_bins * n_classes];
             crate::dispatch::run(CountRecordsKernel { records, width, f, n_classes, sums: dense });
             self.compact_all(dense, n_classes);
@@ -201,9 +207,15 @@ impl CompactHistogram {
 
     /// [`CompactHistogram::occupy_counts`] over records.
     #[inline(always)]
-    fn occupy_records<const W: usize>(&mut self, records: &[u8], f: usize, n_classes: usize, sums: &mut [u32]) {
+    fn occupy_records<const W: usize>(
+        &mut self,
+        records: &[u8],
+        f: usize,
+        n_classes: usize,
+        sums: &mut [u32],
+    ) -> usize {
         let records = as_records::<W>(records);
-        self.touched.resize(records.len(), 0);
+        self.list_room(records.len());
         let mut listed = 0;
         for record in records {
             let b = usize::from(record[f]);
@@ -213,13 +225,30 @@ impl CompactHistogram {
             let key = record_key(record);
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }
-        self.touched.truncate(listed);
+        listed
     }
 
-    /// Ends a build whose rows listed their bins: each listed bin's class
-    /// sums become its statistics and are zeroed for the next build.
-    fn collect_sums(&mut self, sums: &mut [u32], n_classes: usize) {
-        self.collect(n_classes + 1, |b, out| {
+    /// Makes room to list `n` bins without a bound check or a push; what the
+    /// list held is left as it was (the listing overwrites it).
+    fn list_room(&mut self, n: usize) {
+        if self.touched.len() < n {
+            self.touched.resize(n, 0);
+        }
+    }
+
+    /// Ends a build whose rows listed their first `listed` bins: each listed
+    /// bin's class sums become its statistics and are zeroed for the next
+    /// build (two classes, a loop of their own).
+    fn collect_sums(&mut self, sums: &mut [u32], n_classes: usize, listed: usize) {
+        match n_classes {
+            2 => self.collect_sums_of(sums, 2, listed),
+            _ => self.collect_sums_of(sums, n_classes, listed),
+        }
+    }
+
+    #[inline(always)]
+    fn collect_sums_of(&mut self, sums: &mut [u32], n_classes: usize, listed: usize) {
+        self.collect(n_classes + 1, listed, |b, out| {
             let cell = &mut sums[b * n_classes..(b + 1) * n_classes];
             write_bin(out, cell);
             cell.fill(0);
@@ -258,7 +287,8 @@ impl CompactHistogram {
 
     /// Adds each row's multiplicity to its class in its bin and lists the
     /// bins as rows first reach them, without a branch: whether a bin is new
-    /// is as good as random to the branch predictor.
+    /// is as good as random to the branch predictor. Returns how many bins
+    /// it listed.
     #[inline(always)]
     fn occupy_counts<B: Copy + Into<usize>>(
         &mut self,
@@ -267,8 +297,8 @@ impl CompactHistogram {
         keys: &[CountKey],
         n_classes: usize,
         sums: &mut [u32],
-    ) {
-        self.touched.resize(rows.len(), 0);
+    ) -> usize {
+        self.list_room(rows.len());
         let mut listed = 0;
         for (i, &r) in rows.iter().enumerate() {
             if let Some(a) = row_ahead(rows, i) {
@@ -283,7 +313,7 @@ impl CompactHistogram {
             let key = keys[r];
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }
-        self.touched.truncate(listed);
+        listed
     }
 }
 

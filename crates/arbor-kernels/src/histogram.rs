@@ -275,7 +275,7 @@ impl CompactHistogram {
             target.add_row(&mut self.dense[b * stride..(b + 1) * stride], r as usize, weights, counts);
         }
         let mut dense = std::mem::take(&mut self.dense);
-        self.collect(stride, |b, out| {
+        self.collect(stride, self.touched.len(), |b, out| {
             let cell = &mut dense[b * stride..(b + 1) * stride];
             out.copy_from_slice(cell);
             cell.fill(0.0);
@@ -301,7 +301,7 @@ impl CompactHistogram {
             }
         }
         let mut packed = std::mem::take(&mut self.packed);
-        self.collect(stride, |b, out| {
+        self.collect(stride, self.touched.len(), |b, out| {
             for (o, &c) in out.iter_mut().zip(packed[b].iter()) {
                 *o = c;
             }
@@ -314,20 +314,17 @@ impl CompactHistogram {
     /// forgets the last build's bins; returns how many bins the dense buffers
     /// need (every bin of a byte column; up to the node's largest of a wide one).
     pub(crate) fn reset(&mut self, column: &BinColumn, rows: &[u32]) -> usize {
-        let max_bin = match column {
-            BinColumn::U8(_) => usize::from(u8::MAX),
-            BinColumn::U16(_) => rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize,
-        };
-        self.reset_flags(max_bin)
+        self.touched.clear();
+        self.reset_flags(max_bin(column, rows))
     }
 
-    /// Starts a build whose rows' bins are at most `max_bin`; returns how
-    /// many bins the dense buffers need.
+    /// Starts a build whose rows' bins are at most `max_bin` and which lists
+    /// them itself (see [`CompactHistogram::collect`]); returns how many bins
+    /// the dense buffers need.
     pub(crate) fn reset_flags(&mut self, max_bin: usize) -> usize {
         if self.seen.len() <= max_bin {
             self.seen.resize(max_bin + 1, false);
         }
-        self.touched.clear();
         max_bin + 1
     }
 
@@ -344,17 +341,20 @@ impl CompactHistogram {
 
     /// Lists the occupied bins in order (the missing bin 0 first, always) and
     /// fills each one's `stride` statistics with `take(bin, out)`, which also
-    /// clears the bin in its dense buffer.
-    pub(crate) fn collect(&mut self, stride: usize, mut take: impl FnMut(usize, &mut [f64])) {
-        self.touched.sort_unstable();
-        let occupied_missing = self.touched.first() == Some(&0);
-        let listed = self.touched.len() + usize::from(!occupied_missing);
+    /// clears the bin in its dense buffer. The bins are the first `touched`
+    /// of [`CompactHistogram::touched`] (which branch-free builds keep longer,
+    /// so that it is not zeroed again for every build).
+    #[inline(always)]
+    pub(crate) fn collect(&mut self, stride: usize, touched: usize, mut take: impl FnMut(usize, &mut [f64])) {
+        self.touched[..touched].sort_unstable();
+        let occupied_missing = touched > 0 && self.touched[0] == 0;
+        let listed = touched + usize::from(!occupied_missing);
         self.size(listed, stride);
         let (bin, out) = self.slot(0);
         *bin = 0;
         out.fill(0.0);
         let first = usize::from(!occupied_missing);
-        for i in 0..self.touched.len() {
+        for i in 0..touched {
             let b = self.touched[i];
             let (bin, out) = self.slot(first + i);
             *bin = b;
@@ -362,6 +362,14 @@ impl CompactHistogram {
             self.seen[b as usize] = false;
         }
         self.set_len(listed);
+    }
+}
+
+/// The largest bin of `rows` in `column` (the largest there can be, for 1-byte bins).
+pub(crate) fn max_bin(column: &BinColumn, rows: &[u32]) -> usize {
+    match column {
+        BinColumn::U8(_) => usize::from(u8::MAX),
+        BinColumn::U16(_) => rows.iter().map(|&r| column.get(r as usize)).max().unwrap_or(0) as usize,
     }
 }
 
