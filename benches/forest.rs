@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use arbor::ensemble::{train, Model, TrainParams, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
 use arbor::kernels::{
-    build_histogram, build_row_histograms, count_keys, CompactHistogram, RowBins, RowRecords, RowStats, Target,
+    build_histogram, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins, RowRecords, RowStats,
+    Target,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -40,6 +41,8 @@ fn training_data(batch: &RecordBatch) -> TrainingData {
 /// - `counts/<level>`, `records/<level>`: forests' class histograms as
 ///   integer counts (no sample weights), compacted to the occupied bins:
 ///   gathered by row id, or read in order from the node's row records;
+/// - `records_fused3/<level>`: three features' counts (as a flights forest
+///   draws per node) summed in one pass over the records, then compacted;
 /// - `*_deep/<level>`: the same over a node deep in a tree, an irregular
 ///   sixteenth of the rows, where each row's values are a cache miss unless
 ///   the kernel prefetches them (its records are contiguous, as growth keeps them).
@@ -95,6 +98,24 @@ fn histogram(c: &mut Criterion) {
                 let node = records.records(0..node_rows.len());
                 b.iter(|| {
                     with_level(level, || compact.build_counts_records(node, records.width(), f, 2, n_bins)).unwrap();
+                    black_box(compact.hist());
+                })
+            });
+            // Three features, as a forest on flights draws per node, in one pass.
+            group.throughput(Throughput::Elements((node_rows.len() * 3) as u64));
+            let drawn = [f, (f + 1) % n_features, (f + 5) % n_features];
+            let drawn_bins = drawn.map(|d| matrix.mapper(d).n_bins());
+            let mut sums = RecordSums::default();
+            group.bench_function(BenchmarkId::new(format!("records_fused3{node}"), level), |b| {
+                let node = records.records(0..node_rows.len());
+                b.iter(|| {
+                    with_level(level, || {
+                        sums.fill(node, records.width(), &drawn, &drawn_bins, 2);
+                        for k in 0..drawn.len() {
+                            compact.take_counts(sums.feature(k), 2);
+                        }
+                    })
+                    .unwrap();
                     black_box(compact.hist());
                 })
             });

@@ -11,8 +11,8 @@
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
     occupied_bins, partition_records, partition_rows, random_split, record_bin_range, CompactHistogram, CountKey,
-    Criterion, NodeRows, RandomSplit, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints, SplitRule,
-    Stats, Target,
+    Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints,
+    SplitRule, Stats, Target,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -22,6 +22,12 @@ use crate::tree::{Node, SplitTest, Tree};
 
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;
+
+/// A node of at least this many row records sums its drawn features' class
+/// counts in one pass; smaller ones list their bins feature by feature.
+/// Records hold 1-byte bins, so from here on every feature's build would be
+/// the dense one (see `CompactHistogram::build_counts_records`).
+const FUSED_MIN_RECORDS: usize = 128;
 
 /// When every feature is scanned, a split node of at least this many rows
 /// grows its two subtrees in parallel (smaller ones cost more as tasks than
@@ -264,6 +270,7 @@ pub(crate) fn grow_tree(
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
+        record_sums: RecordSums::default(),
         scratch: Vec::new(),
         second_scratch: Vec::new(),
         perm: (0..n_features).collect(),
@@ -322,6 +329,8 @@ struct Grower<'a, 't, R> {
     layout: Layout,
     hist: Vec<f64>,
     compact: CompactHistogram,
+    /// The drawn features' class sums of a large node, summed in one pass over its records.
+    record_sums: RecordSums,
     scratch: Vec<u32>,
     /// The second half's, when a large node is partitioned in two.
     second_scratch: Vec<u32>,
@@ -399,6 +408,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             layout: self.layout.clone(),
             hist: Vec::new(),
             compact: CompactHistogram::default(),
+            record_sums: RecordSums::default(),
             scratch: Vec::new(),
             second_scratch: Vec::new(),
             perm: Vec::new(),
@@ -545,6 +555,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let (matrix, stride, settings) = (self.matrix, self.stride, self.settings);
         let (criterion, c) = (settings.criterion, &settings.constraints);
         let n_features = matrix.n_features();
+        let fused = self.sum_drawn_features(p);
         let node_rows = &self.rows[p.start..p.end];
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
@@ -555,8 +566,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let Some(rng) = self.rng.as_deref_mut() else {
                 unreachable!("subtrees grown apart scan every feature: they never draw one");
             };
-            let j = rng.random_range(i..n_features);
-            self.perm.swap(i, j);
+            if i >= fused {
+                let j = rng.random_range(i..n_features);
+                self.perm.swap(i, j);
+            }
             let f = self.perm[i];
             let mapper = matrix.mapper(f);
             let n_bins = mapper.n_bins();
@@ -573,6 +586,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 // find them cheaply at any size; other statistics when few
                 // rows fall in many bins.
                 match (&self.records, self.keys, self.packed) {
+                    (Some(_), Some((_, n_classes)), _) if i < fused => {
+                        self.compact.take_counts(self.record_sums.feature(i), n_classes)
+                    }
                     (Some(records), Some((_, n_classes)), _) => {
                         let node = records.records(p.start..p.end);
                         self.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
@@ -617,6 +633,34 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             }
         }
         best
+    }
+
+    /// For a large node on row records, draws the first `m` features (those
+    /// the loop of [`Grower::best_of_random_features`] draws first, in the
+    /// same order from the same stream) and sums their class counts in one
+    /// pass over the records; returns how many it drew (0 for other nodes).
+    fn sum_drawn_features(&mut self, p: &Pending) -> usize {
+        let (Some(records), Some((_, n_classes)), Some(rng)) = (&self.records, self.keys, self.rng.as_deref_mut())
+        else {
+            return 0;
+        };
+        let n_features = self.matrix.n_features();
+        let m = self.settings.features_per_node.min(n_features);
+        // Smaller nodes list their few bins instead (see `build_counts_records`).
+        if self.settings.random_splitter || p.end - p.start < FUSED_MIN_RECORDS || m < 2 {
+            return 0;
+        }
+        for i in 0..m {
+            let j = rng.random_range(i..n_features);
+            self.perm.swap(i, j);
+        }
+        let mut n_bins = [0; 64];
+        for (n, &f) in n_bins.iter_mut().zip(&self.perm[..m]) {
+            *n = self.matrix.mapper(f).n_bins();
+        }
+        let node = records.records(p.start..p.end);
+        self.record_sums.fill(node, records.width(), &self.perm[..m], &n_bins[..m], n_classes);
+        m
     }
 
     /// Makes `p` a split node on feature `f`; returns its children, left then right.

@@ -136,7 +136,112 @@ fn accumulate_records<const W: usize>(records: &[u8], f: usize, n_classes: usize
     }
 }
 
+/// Most features [`RecordSums::fill`] sums in one pass; more go in several.
+const FUSED_FEATURES: usize = 4;
+
+/// The dense class sums of several features of one node's records, summed
+/// in one pass: a record is read once for all of them instead of once per
+/// feature. [`CompactHistogram::take_counts`] then compacts each feature's.
+#[derive(Debug, Default)]
+pub struct RecordSums {
+    sums: Vec<u32>,
+    /// Where each feature's sums start in `sums`, and their length.
+    spans: Vec<(usize, usize)>,
+}
+
+impl RecordSums {
+    /// Sums the class counts of `records` (`width` bytes each) in every bin
+    /// of each feature of `features`, whose bins number `n_bins[k]`.
+    pub fn fill(&mut self, records: &[u8], width: usize, features: &[usize], n_bins: &[usize], n_classes: usize) {
+        assert!((1..=MAX_COUNT_CLASSES).contains(&n_classes), "a class histogram");
+        assert!(features.len() == n_bins.len() && records.len() % width == 0, "one bin count per feature");
+        assert!(features.iter().all(|&f| f + 4 < width), "features lie in the records");
+        self.spans.clear();
+        let mut end = 0;
+        for &n in n_bins {
+            self.spans.push((end, n * n_classes));
+            end += n * n_classes;
+        }
+        // Every cell is zero between fills: [`CompactHistogram::take_counts`] zeroes them.
+        if self.sums.len() < end {
+            self.sums.resize(end, 0);
+        }
+        for (features, spans) in features.chunks(FUSED_FEATURES).zip(self.spans.chunks(FUSED_FEATURES)) {
+            let sums = &mut self.sums[..end];
+            crate::dispatch::run(FusedRecordsKernel { records, width, features, spans, n_classes, sums });
+        }
+    }
+
+    /// Feature `k`'s sums (of the features last filled).
+    pub fn feature(&mut self, k: usize) -> &mut [u32] {
+        let (start, len) = self.spans[k];
+        &mut self.sums[start..start + len]
+    }
+}
+
+struct FusedRecordsKernel<'a> {
+    records: &'a [u8],
+    width: usize,
+    features: &'a [usize],
+    spans: &'a [(usize, usize)],
+    n_classes: usize,
+    sums: &'a mut [u32],
+}
+
+impl WithSimd for FusedRecordsKernel<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) {
+        let FusedRecordsKernel { records, width, features, spans, n_classes, sums } = self;
+        macro_rules! widths {
+            ($m:literal) => {
+                match (width, n_classes) {
+                    (16, 2) => accumulate_fused::<16, $m>(records, features, spans, 2, sums),
+                    (8, _) => accumulate_fused::<8, $m>(records, features, spans, n_classes, sums),
+                    (16, _) => accumulate_fused::<16, $m>(records, features, spans, n_classes, sums),
+                    (32, _) => accumulate_fused::<32, $m>(records, features, spans, n_classes, sums),
+                    _ => accumulate_fused::<64, $m>(records, features, spans, n_classes, sums),
+                }
+            };
+        }
+        match features.len() {
+            1 => widths!(1),
+            2 => widths!(2),
+            3 => widths!(3),
+            _ => widths!(4),
+        }
+    }
+}
+
+/// [`accumulate_records`] for `M` features at once.
+#[inline(always)]
+fn accumulate_fused<const W: usize, const M: usize>(
+    records: &[u8],
+    features: &[usize],
+    spans: &[(usize, usize)],
+    n_classes: usize,
+    sums: &mut [u32],
+) {
+    let features: [usize; M] = std::array::from_fn(|k| features[k]);
+    let starts: [usize; M] = std::array::from_fn(|k| spans[k].0);
+    for record in as_records::<W>(records) {
+        let key = record_key(record);
+        let (class, count) = ((key & 0xff) as usize, key >> 8);
+        for k in 0..M {
+            sums[starts[k] + usize::from(record[features[k]]) * n_classes + class] += count;
+        }
+    }
+}
+
 impl CompactHistogram {
+    /// [`CompactHistogram::build_counts_records`] from sums a
+    /// [`RecordSums`] filled (one feature's, `n_classes` per bin), which it
+    /// zeroes for the next fill.
+    pub fn take_counts(&mut self, sums: &mut [u32], n_classes: usize) {
+        self.compact_all(sums, n_classes);
+    }
+
     /// [`CompactHistogram::build`] from [`count_keys`], for a feature of
     /// `n_bins` bins: integer sums, equal to it to the bit. Few rows list
     /// their bins as they reach them; more rows are summed by the

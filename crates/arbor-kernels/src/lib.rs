@@ -33,7 +33,7 @@ mod row_records;
 mod split;
 mod traversal;
 
-pub use count_histogram::{count_keys, CountKey, MAX_COUNT_CLASSES};
+pub use count_histogram::{count_keys, CountKey, RecordSums, MAX_COUNT_CLASSES};
 pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
 pub use partition::partition_rows;

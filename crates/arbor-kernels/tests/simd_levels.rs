@@ -5,8 +5,8 @@
 use arbor_kernels::dispatch::{with_level, Level};
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, count_keys, leaves_block,
-    partition_records, partition_rows, CompactHistogram, Criterion, FlatNode, RowBins, RowStats, SplitConstraints,
-    SplitRule, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
+    partition_records, partition_rows, CompactHistogram, Criterion, FlatNode, RecordSums, RowBins, RowStats,
+    SplitConstraints, SplitRule, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
@@ -198,6 +198,58 @@ proptest! {
             moved.1.chunks_exact(width).map(|c| u32::from_le_bytes(c[width - 4..].try_into().unwrap())).collect();
         let keys_by_rows: Vec<u32> = by_rows.iter().map(|&r| keys[r as usize]).collect();
         prop_assert_eq!((moved.0, keys_moved), (n_left, keys_by_rows));
+    }
+
+    /// Several features' sums from one pass over the records, compacted,
+    /// equal each feature's own build, twice over the same buffers.
+    #[test]
+    fn fused_record_sums_match_feature_by_feature(
+        cells in proptest::collection::vec((any::<[u8; 7]>(), 0u32..4, 1u32..4), 1..300),
+        bins in proptest::collection::vec(1usize..257, 7),
+        n_features in 1usize..8,
+        n_classes in 1usize..5,
+        width in prop_oneof![Just(8usize), Just(16), Just(32), Just(64)],
+    ) {
+        let k = n_features.min(width - 4);
+        // Features at bytes k-1, …, 0 (reversed, so not in record order).
+        let features: Vec<usize> = (0..k).rev().collect();
+        let n_bins: Vec<usize> = features.iter().map(|&f| bins[f]).collect();
+        let records: Vec<u8> = cells
+            .iter()
+            .flat_map(|(bytes, class, count)| {
+                let mut record = vec![0xA5; width];
+                for &f in &features {
+                    record[f] = (usize::from(bytes[f]) % bins[f]) as u8;
+                }
+                let key = (count << 8) | (class % n_classes as u32);
+                record[width - 4..].copy_from_slice(&key.to_le_bytes());
+                record
+            })
+            .collect();
+        let expected: Vec<_> = features
+            .iter()
+            .zip(&n_bins)
+            .map(|(&f, &n)| {
+                let mut compact = CompactHistogram::default();
+                compact.build_counts_records(&records, width, f, n_classes, n);
+                (compact.bins().to_vec(), bits(compact.hist()))
+            })
+            .collect();
+        let found = same_at_every_level(|| {
+            let (mut sums, mut compact) = (RecordSums::default(), CompactHistogram::default());
+            let mut found = Vec::new();
+            for _ in 0..2 {
+                sums.fill(&records, width, &features, &n_bins, n_classes);
+                found = (0..k)
+                    .map(|i| {
+                        compact.take_counts(sums.feature(i), n_classes);
+                        (compact.bins().to_vec(), bits(compact.hist()))
+                    })
+                    .collect();
+            }
+            found
+        })?;
+        prop_assert_eq!(found, expected);
     }
 
     #[test]
