@@ -12,7 +12,7 @@ use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
     occupied_bins, partition_records, partition_rows, random_split, record_bin_range, CompactHistogram, CountKey,
     Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints,
-    SplitRule, Stats, Target,
+    SplitRule, Stats, Target, MAX_RECORD_WIDTH,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -654,7 +654,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let j = rng.random_range(i..n_features);
             self.perm.swap(i, j);
         }
-        let mut n_bins = [0; 64];
+        // A record holds fewer features than its width.
+        let mut n_bins = [0; MAX_RECORD_WIDTH];
         for (n, &f) in n_bins.iter_mut().zip(&self.perm[..m]) {
             *n = self.matrix.mapper(f).n_bins();
         }

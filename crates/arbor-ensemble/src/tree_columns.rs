@@ -328,7 +328,7 @@ impl<'a> Columns<'a> {
             return Err(format!("{per_split} children stored per split"));
         }
         // Expanded, the values may take at most what the tree's leaves use.
-        if group != 1 && group != leaf_width || n_values % group != 0 {
+        if group == 0 || group != 1 && group != leaf_width || n_values % group != 0 {
             return Err(format!("{n_values} leaf values in runs of {group}, for leaves of {leaf_width}"));
         }
         let flags = reader.take(n)?;
@@ -633,6 +633,13 @@ mod tests {
             .collect()
     }
 
+    /// The encoding of `trees`, leaves two values wide.
+    fn encoded(trees: &[Tree]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        encode(trees, 2, &mut bytes);
+        bytes
+    }
+
     /// Reads `bytes`, which must hold the trees exactly.
     fn decode(bytes: &[u8]) -> Result<Trees, String> {
         let mut payload = Payload::unframed(bytes, bytes.len() as u64);
@@ -646,8 +653,7 @@ mod tests {
     #[test]
     fn every_kind_of_node_round_trips() {
         let trees = vec![tree(), Tree { nodes: vec![Node::Leaf { value: 0 }], values: vec![3.0, 3.0] }];
-        let mut bytes = Vec::new();
-        encode(&trees, 2, &mut bytes);
+        let bytes = encoded(&trees);
         let decoded = decode(&bytes).unwrap();
         assert!(decoded.lists_if_built().is_none(), "adjacent siblings decode into the flat layout");
         assert_eq!(decoded.flat()[0].depth, 2);
@@ -660,8 +666,7 @@ mod tests {
         let mut apart = tree();
         apart.nodes[0] =
             Node::Split { feature: 2, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 2, right: 1 };
-        let mut bytes = Vec::new();
-        encode(&[apart.clone()], 2, &mut bytes);
+        let bytes = encoded(&[apart.clone()]);
         let decoded = decode(&bytes).unwrap();
         assert!(decoded.lists_if_built().is_some());
         assert_eq!(*decoded, [apart]);
@@ -672,8 +677,7 @@ mod tests {
         let corrupt = |edit: &dyn Fn(&mut Tree)| {
             let mut t = tree();
             edit(&mut t);
-            let mut bytes = Vec::new();
-            encode(&[t], 2, &mut bytes);
+            let bytes = encoded(&[t]);
             decode(&bytes).unwrap_err()
         };
         let e = corrupt(&|t| {
@@ -738,8 +742,7 @@ mod tests {
     #[test]
     fn repeated_thresholds_and_outputs_are_stored_once() {
         let tree = comb(1000, 7, 5);
-        let mut bytes = Vec::new();
-        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        let bytes = encoded(std::slice::from_ref(&tree));
         let (counts, widths) = layout(&bytes);
         assert_eq!(counts, [2001, 0, 0, 7, 2002, 2, 6], "7 thresholds, 5 leaf pairs and the last leaf's");
         assert_eq!(widths, [2, 2, 1, 1, 1], "2001 nodes need 2-byte words and children");
@@ -752,8 +755,7 @@ mod tests {
     fn large_trees_take_wide_indices() {
         // 70 000 splits: children past 65 535, as many distinct thresholds and outputs
         let tree = comb(70_000, 70_000, 70_000);
-        let mut bytes = Vec::new();
-        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        let bytes = encoded(std::slice::from_ref(&tree));
         let (counts, widths) = layout(&bytes);
         assert_eq!(counts[3], 70_000);
         assert_eq!(widths, [4, 4, 4, 4, 1]);
@@ -770,8 +772,7 @@ mod tests {
                 *value += 1;
             }
         }
-        let mut bytes = Vec::new();
-        encode(std::slice::from_ref(&t), 2, &mut bytes);
+        let bytes = encoded(std::slice::from_ref(&t));
         assert_eq!(layout(&bytes).0[5], 1, "values in runs of 1");
         assert_eq!(*decode(&bytes).unwrap(), [t]);
     }
@@ -779,8 +780,7 @@ mod tests {
     #[test]
     fn indices_past_their_tables_are_errors() {
         let tree = comb(10, 3, 2);
-        let mut bytes = Vec::new();
-        encode(std::slice::from_ref(&tree), 2, &mut bytes);
+        let bytes = encoded(std::slice::from_ref(&tree));
         // the last byte is the last value run's index, the one before it the one before
         let mut bad = bytes.clone();
         *bad.last_mut().unwrap() = 9;
@@ -795,8 +795,7 @@ mod tests {
 
     #[test]
     fn every_truncation_and_extension_is_an_error() {
-        let mut bytes = Vec::new();
-        encode(&[tree()], 2, &mut bytes);
+        let mut bytes = encoded(&[tree()]);
         for len in 0..bytes.len() {
             assert!(decode(&bytes[..len]).is_err(), "{len} of {} bytes decoded", bytes.len());
         }
@@ -806,8 +805,7 @@ mod tests {
 
     #[test]
     fn unknown_flags_and_miscounted_arrays_are_errors() {
-        let mut bytes = Vec::new();
-        encode(&[tree()], 2, &mut bytes);
+        let bytes = encoded(&[tree()]);
         let flags_at = 16 + 33;
         let mut bad = bytes.clone();
         bad[flags_at] |= 1 << 7;
@@ -824,9 +822,11 @@ mod tests {
         let mut bad = bytes.clone();
         bad[16 + 28] = 3;
         assert!(decode(&bad).unwrap_err().contains("3 bytes wide"));
-        // leaf values in runs of a width other than 1 or the leaves'
-        let mut bad = bytes;
-        bad[16 + 20] = 3;
-        assert!(decode(&bad).unwrap_err().contains("in runs of 3"));
+        // leaf values in runs of a width other than 1 or the leaves', or of none
+        for run in [3, 0] {
+            let mut bad = bytes.clone();
+            bad[16 + 20] = run;
+            assert!(decode(&bad).unwrap_err().contains(&format!("in runs of {run}")));
+        }
     }
 }
