@@ -131,8 +131,9 @@ fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
 
 #[test]
 fn mutated_arbor_model_bytes_never_panic() {
-    let models = [arbor_model(false).to_bytes(), arbor_model(true).to_bytes()];
-    let strategy = (0..2usize, edits(), prop::bool::weighted(0.9));
+    // The current format, for a forest and for boosting, and format 2 (still read).
+    let models = [arbor_model(false).to_bytes(), arbor_model(true).to_bytes(), fixture("digits_forest_v2.arbor")];
+    let strategy = (0..models.len(), edits(), prop::bool::weighted(0.9));
     fuzz("arbor model bytes", strategy, |(which, edits, sealed)| {
         let original = &models[which];
         // Edits land in the payload (past the header) unless the header is left unsealed.
