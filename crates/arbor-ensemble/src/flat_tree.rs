@@ -42,9 +42,7 @@ impl FlatTree {
             tests: Vec::new(),
             values: tree.values.clone(),
         };
-        let adjacent =
-            tree.nodes.iter().all(|node| !matches!(node, Node::Split { left, right, .. } if *right != left + 1));
-        if adjacent {
+        if tree.siblings_adjacent() {
             for (i, node) in tree.nodes.iter().enumerate() {
                 let flat_node = flat.node(i as u32, node, |left| left);
                 flat.nodes.push(flat_node);

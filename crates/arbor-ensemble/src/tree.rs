@@ -99,6 +99,14 @@ pub struct TreeShape {
 }
 
 impl Tree {
+    /// Every split's right child comes right after its left one (true of
+    /// every tree arbor grows or builds).
+    pub(crate) fn siblings_adjacent(&self) -> bool {
+        self.nodes
+            .iter()
+            .all(|node| !matches!(node, Node::Split { left, right, .. } if left.checked_add(1) != Some(*right)))
+    }
+
     /// Offset of the leaf output reached by a row; `value(f)` is the row's value of feature `f`
     /// (NaN when missing).
     #[inline]

@@ -567,8 +567,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 unreachable!("subtrees grown apart scan every feature: they never draw one");
             };
             if i >= fused {
-                let j = rng.random_range(i..n_features);
-                self.perm.swap(i, j);
+                draw_feature(&mut self.perm, i, rng);
             }
             let f = self.perm[i];
             let mapper = matrix.mapper(f);
@@ -651,8 +650,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             return 0;
         }
         for i in 0..m {
-            let j = rng.random_range(i..n_features);
-            self.perm.swap(i, j);
+            draw_feature(&mut self.perm, i, rng);
         }
         // A record holds fewer features than its width.
         let mut n_bins = [0; MAX_RECORD_WIDTH];
@@ -798,6 +796,13 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             self.leaves.push((offset, p.start..p.end));
         }
     }
+}
+
+/// Draws the `i`-th feature without replacement: swaps a random one of
+/// `perm[i..]` into `perm[i]`.
+fn draw_feature(perm: &mut [usize], i: usize, rng: &mut impl Rng) {
+    let j = rng.random_range(i..perm.len());
+    perm.swap(i, j);
 }
 
 /// CART's threshold between neighbouring values `a < b`: `a/2 + b/2`, computed

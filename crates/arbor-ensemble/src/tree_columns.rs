@@ -146,10 +146,7 @@ fn decode(section: &[u8], version: u32, features: &[Feature], leaf_width: usize)
 /// One tree's section in format 3.
 fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
     let n = tree.nodes.len();
-    let adjacent = tree
-        .nodes
-        .iter()
-        .all(|node| !matches!(node, Node::Split { left, right, .. } if left.checked_add(1) != Some(*right)));
+    let adjacent = tree.siblings_adjacent();
     let group = group_width(tree, leaf_width);
     let mut flags = Vec::with_capacity(n);
     let mut words = Vec::with_capacity(n);
@@ -344,7 +341,7 @@ impl<'a> Columns<'a> {
         let distinct: Vec<f64> = reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect();
         let threshold_at = indices(reader.array(n_splits - n_categories, widths[2])?, widths[2]);
         check_indices(&threshold_at, distinct.len(), "threshold")?;
-        let thresholds = threshold_at.iter().map(|&i| distinct[i as usize]).collect();
+        let thresholds = expand(&distinct, 1, &threshold_at);
         let groups: Vec<f64> = reader
             .array(n_groups.checked_mul(group).ok_or("a table length overflows")?, 8)?
             .chunks_exact(8)
