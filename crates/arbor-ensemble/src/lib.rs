@@ -40,6 +40,7 @@ mod model_format;
 mod out_of_bag;
 mod params;
 mod predict;
+mod ranked_columns;
 mod ranked_forest;
 mod summary;
 mod tree;

@@ -17,9 +17,10 @@
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
-//! [`Model::read_from`] decodes while it reads, a batch of trees at a time,
-//! hashing as it goes: a model file is never held whole in memory, and its
-//! trees land directly in the flat layout prediction walks.
+//! [`Model::read_from`] hashes as it reads, and its trees land directly in
+//! the form prediction walks: the trees over ranks when the model allows
+//! them (its tree sections are kept, to decode the flat layout and node
+//! lists from if they are ever asked for), else the flat layout.
 
 use std::io::{Read, Write};
 
@@ -38,6 +39,8 @@ pub const MAGIC: &[u8; 8] = b"ARBORMDL";
 /// The format version this build writes (it reads this one and versions 1 and 2).
 pub const FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 28;
+/// The most a payload read reserves before its bytes arrive.
+const MAX_RESERVE: u64 = 16 << 20;
 
 impl Model {
     /// Encodes the model. The same model always gives the same bytes.
@@ -78,9 +81,8 @@ impl Model {
         Model::read_from(bytes)
     }
 
-    /// Reads, decodes and validates a model from `reader` (a model file, say)
-    /// piece by piece: the trees decode a few at a time as they arrive, so no
-    /// copy of the whole file is ever held.
+    /// Reads, decodes and validates a model from `reader` (a model file, say),
+    /// hashing the bytes as they arrive: no second pass over the file.
     pub fn read_from(reader: impl Read) -> Result<Model> {
         let mut payload = Payload::open(reader)?;
         let decoded = payload.decode();
@@ -227,6 +229,9 @@ impl<R: Read> Payload<R> {
             return Err(format!("truncated: {len} bytes wanted, {} left", self.remaining()));
         }
         buf.clear();
+        // Room for the bytes up front (a corrupt length reserves no more than
+        // a large tree needs, then grows as bytes actually arrive).
+        buf.reserve(len.min(MAX_RESERVE) as usize);
         let got = (&mut self.reader).take(len).read_to_end(buf).map_err(|e| e.to_string())?;
         self.hasher.update(buf);
         self.read += got as u64;

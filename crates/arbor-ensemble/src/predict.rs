@@ -71,17 +71,20 @@ struct Block<'a> {
 /// A block's feature values as the trees read them.
 enum Rows<'a> {
     /// Raw values (NaN for missing), for the flat trees.
-    Raw(&'a [f64]),
+    Raw(&'a [f64], &'a [FlatTree]),
     /// Ranks, for the trees over ranks.
     Ranked(&'a [u16], &'a RankedForest),
 }
 
 impl Block<'_> {
-    /// Calls `visit(row, leaf value offset)` for every row of the block,
-    /// sending the rows through tree `t` (`tree` in the flat layout) in batches.
-    fn for_each_leaf(&self, t: usize, tree: &FlatTree, mut visit: impl FnMut(usize, usize)) {
-        let special = |test: u32, x: f64| tree.special(test, x);
-        let special = (!tree.tests.is_empty()).then_some(&special);
+    /// Calls `visit(row, leaf values)` for every row of the block, with the
+    /// `width` values of the leaf it reaches in tree `t`, sending the rows
+    /// through the tree in batches.
+    fn for_each_leaf(&self, t: usize, width: usize, mut visit: impl FnMut(usize, &[f64])) {
+        let values = match self.rows {
+            Rows::Raw(_, flat) => &flat[t].values,
+            Rows::Ranked(_, forest) => forest.values(t),
+        };
         let n_features = self.n_features;
         let mut leaves = [0u32; TRAVERSAL_BLOCK];
         for start in (0..self.n_rows).step_by(TRAVERSAL_BLOCK) {
@@ -89,7 +92,10 @@ impl Block<'_> {
             let leaves = &mut leaves[..end - start];
             let span = start * n_features..end * n_features;
             match self.rows {
-                Rows::Raw(rows) => {
+                Rows::Raw(rows, flat) => {
+                    let tree = &flat[t];
+                    let special = |test: u32, x: f64| tree.special(test, x);
+                    let special = (!tree.tests.is_empty()).then_some(&special);
                     leaves_block(tree.view(), &rows[span], n_features, self.missing, special, leaves);
                     for leaf in leaves.iter_mut() {
                         *leaf = tree.nodes[*leaf as usize].value();
@@ -102,10 +108,10 @@ impl Block<'_> {
             // The leaves' values are scattered over the tree's: all their
             // misses are started before the first value is read.
             for &leaf in leaves.iter() {
-                prefetch(&tree.values, leaf as usize);
+                prefetch(values, leaf as usize);
             }
-            for (i, &value) in leaves.iter().enumerate() {
-                visit(start + i, value as usize);
+            for (i, &leaf) in leaves.iter().enumerate() {
+                visit(start + i, &values[leaf as usize..leaf as usize + width]);
             }
         }
     }
@@ -199,7 +205,8 @@ impl Model {
         let width = self.value_len();
         let n_features = columns.len().max(1);
         let block = block_rows(n_rows, n_features, rayon::current_num_threads());
-        let flat = self.trees.flat();
+        // The flat trees only when they are walked: a model loaded over ranks never decodes them.
+        let flat = if ranked.is_some() { &[] } else { self.trees.flat() };
         let mut values = vec![0.0; n_rows * width];
         values.par_chunks_mut(block * width).enumerate().for_each(|(b, out)| {
             let start = b * block;
@@ -220,24 +227,24 @@ impl Model {
                         }
                     }
                     let missing = raw.iter().any(|x| x.is_nan());
-                    Block { rows: Rows::Raw(&raw), n_rows: n, n_features, missing }
+                    Block { rows: Rows::Raw(&raw, flat), n_rows: n, n_features, missing }
                 }
             };
             match &self.boosting {
-                Some(boosting) => self.boosted_block(boosting, flat, &block, out),
-                None => self.forest_block(flat, &block, out),
+                Some(boosting) => self.boosted_block(boosting, &block, out),
+                None => self.forest_block(&block, out),
             }
         });
         Predictions { width, values }
     }
 
     /// A forest's votes for a block of rows (seed 000 "Inference").
-    fn forest_block(&self, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
+    fn forest_block(&self, block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;
-        for (t, tree) in flat.iter().enumerate() {
-            block.for_each_leaf(t, tree, |i, leaf| {
-                let leaf_values = &tree.values[leaf..leaf + width];
+        let n_trees = self.trees.len();
+        for t in 0..n_trees {
+            block.for_each_leaf(t, width, |i, leaf_values| {
                 let row_out = &mut out[i * width..(i + 1) * width];
                 if unweighted {
                     row_out[arg_max(leaf_values)] += 1.0;
@@ -248,13 +255,12 @@ impl Model {
                 }
             });
         }
-        let n_trees = flat.len() as f64;
-        out.iter_mut().for_each(|v| *v /= n_trees);
+        out.iter_mut().for_each(|v| *v /= n_trees as f64);
     }
 
     /// A boosted model's outputs for a block of rows: raw scores summed over
     /// the trees, then the loss's link (identity, sigmoid or softmax).
-    fn boosted_block(&self, boosting: &Boosting, flat: &[FlatTree], block: &Block<'_>, out: &mut [f64]) {
+    fn boosted_block(&self, boosting: &Boosting, block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let k = boosting.outputs;
         let n = out.len() / width;
@@ -262,9 +268,9 @@ impl Model {
         for row_raw in raw.chunks_exact_mut(k) {
             row_raw.copy_from_slice(&boosting.base_score);
         }
-        for (t, tree) in flat.iter().enumerate() {
+        for t in 0..self.trees.len() {
             let output = t % k;
-            block.for_each_leaf(t, tree, |i, leaf| raw[i * k + output] += tree.values[leaf]);
+            block.for_each_leaf(t, 1, |i, leaf| raw[i * k + output] += leaf[0]);
         }
         for (row_out, row_raw) in out.chunks_exact_mut(width).zip(raw.chunks_exact(k)) {
             boosting.loss.link(row_raw, row_out);

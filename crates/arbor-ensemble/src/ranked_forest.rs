@@ -9,10 +9,11 @@ use rayon::prelude::*;
 
 use crate::flat_tree::FlatTree;
 use crate::key_map::KeyMap;
+use crate::tree::TreeShape;
 
 /// How one feature's raw values become the walk's ranks.
 #[derive(Clone, Debug, PartialEq)]
-enum Ranking {
+pub(crate) enum Ranking {
     /// No split tests the feature.
     Unused,
     /// The sorted, distinct thresholds of the `x <= t` splits on it: a
@@ -25,11 +26,14 @@ enum Ranking {
 
 /// One tree over ranks.
 #[derive(Clone, Debug)]
-struct RankedNodes {
-    nodes: Vec<RankNode>,
-    depth: usize,
-    /// Every category split's set, padded to its feature's width, then a zero word.
-    sets: Vec<u64>,
+pub(crate) struct RankedNodes {
+    pub nodes: Vec<RankNode>,
+    pub depth: usize,
+    /// Every category split's set, padded to its feature's width, then a zero
+    /// word; none, or a power of two of words.
+    pub sets: Vec<u64>,
+    /// The leaf outputs the leaves' offsets point into.
+    pub values: Vec<f64>,
 }
 
 /// The trees of a model over ranks, with the rankings of its features.
@@ -53,6 +57,28 @@ impl RankedForest {
         let (rankings, ranks) = rankings(flat, n_features)?;
         let trees = flat.par_iter().map(|tree| ranked_nodes(tree, &rankings, &ranks)).collect::<Option<Vec<_>>>()?;
         Some(RankedForest { rankings, trees })
+    }
+
+    /// Trees over ranks built elsewhere ([`crate::ranked_columns`]) on `rankings`.
+    pub fn from_parts(rankings: Vec<Ranking>, trees: Vec<RankedNodes>) -> RankedForest {
+        RankedForest { rankings, trees }
+    }
+
+    /// The number of trees.
+    pub fn len(&self) -> usize {
+        self.trees.len()
+    }
+
+    /// Size and shape of tree `t`.
+    pub fn shape(&self, t: usize) -> TreeShape {
+        let tree = &self.trees[t];
+        let leaves = tree.nodes.iter().filter(|node| node.word & RankNode::LEAF != 0).count();
+        TreeShape { nodes: tree.nodes.len(), leaves, depth: tree.depth }
+    }
+
+    /// Tree `t`'s leaf outputs, which its leaves' offsets point into.
+    pub fn values(&self, t: usize) -> &[f64] {
+        &self.trees[t].values
     }
 
     /// Tree `t` as the walk reads it.
@@ -115,7 +141,7 @@ fn rank(thresholds: &[f64], x: f64) -> u16 {
 }
 
 /// A threshold's hash key: its bits, with `-0.0` read as `0.0` (one threshold).
-fn key(threshold: f64) -> u64 {
+pub(crate) fn key(threshold: f64) -> u64 {
     (threshold + 0.0).to_bits()
 }
 
@@ -149,6 +175,17 @@ fn rankings(flat: &[FlatTree], n_features: usize) -> Option<(Vec<Ranking>, Vec<K
             }
             (keys, words)
         });
+    rankings_from(keys, words)
+}
+
+/// Each feature's ranking, from the distinct keys of the thresholds it is
+/// tested against and the widest category set it is tested by, with each
+/// threshold's rank by key; `None` when a feature is tested both ways, has
+/// too many thresholds or too wide sets.
+pub(crate) fn rankings_from(
+    keys: Vec<KeyMap<()>>,
+    words: Vec<Option<usize>>,
+) -> Option<(Vec<Ranking>, Vec<KeyMap<u16>>)> {
     keys.into_iter()
         .zip(words)
         .map(|(keys, words)| match (keys.is_empty(), words) {
@@ -201,7 +238,7 @@ fn ranked_nodes(tree: &FlatTree, rankings: &[Ranking], ranks: &[KeyMap<u16>]) ->
     if !sets.is_empty() {
         sets.resize(sets.len().next_power_of_two(), 0);
     }
-    Some(RankedNodes { nodes, depth: tree.depth, sets })
+    Some(RankedNodes { nodes, depth: tree.depth, sets, values: tree.values.clone() })
 }
 
 #[cfg(test)]
@@ -258,6 +295,37 @@ mod prediction_tests {
             TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
                 .unwrap();
         train(&data, &params, &|_| {}).unwrap()
+    }
+
+    /// A saved model loads straight into the trees over ranks, never
+    /// decoding the flat layout to predict, and predicts exactly as the
+    /// trained model does: forests with category splits, boosting (leaves
+    /// one value wide), ten classes, regression. Saved again, it gives its
+    /// own bytes, decoding the flat layout from the kept sections.
+    #[test]
+    fn loaded_models_predict_over_ranks_as_trained() {
+        let cases = [
+            ("flights_cls", "n_trees=6"),
+            ("flights_cls", "algorithm=gradient-boosting n_rounds=8 max_depth=6"),
+            ("digits_cls", "n_trees=4"),
+            ("diamonds_reg", "n_trees=4 max_features=all"),
+        ];
+        for (data, options) in cases {
+            let model = fit(&read(&format!("{data}_train.parquet"), 3000), options);
+            let bytes = model.to_bytes();
+            let loaded = Model::from_bytes(&bytes).unwrap();
+            assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: loads over ranks");
+            let test = read(&format!("{data}_test.parquet"), 2000);
+            let (expected, got) = (model.predict_batch(&test).unwrap(), loaded.predict_batch(&test).unwrap());
+            assert!(
+                expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{data} {options}: predictions"
+            );
+            assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: predicting needs no flat layout");
+            assert_eq!(loaded.trees.shapes(), model.trees.shapes(), "{data} {options}: shapes");
+            assert!(loaded.to_bytes() == bytes, "{data} {options}: saved again, the same bytes");
+            assert!(!loaded.trees.loaded_over_ranks());
+        }
     }
 
     /// Walking the trees over ranks gives the predictions of the flat trees,

@@ -43,6 +43,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::io::Read;
+use std::sync::Arc;
 
 use arbor_kernels::FlatNode;
 use rayon::prelude::*;
@@ -51,17 +52,18 @@ use crate::flat_tree::FlatTree;
 use crate::key_map::KeyHash;
 use crate::model::Feature;
 use crate::model_format::Payload;
+use crate::ranked_columns;
 use crate::tree::{Node, SplitTest, Tree};
 use crate::trees::Trees;
 
 /// The node is a split (otherwise a leaf).
-const SPLIT: u8 = 1;
+pub(crate) const SPLIT: u8 = 1;
 /// Missing values go left.
-const DEFAULT_LEFT: u8 = 1 << 1;
+pub(crate) const DEFAULT_LEFT: u8 = 1 << 1;
 /// The test is [`SplitTest::InCategories`].
-const CATEGORIES: u8 = 1 << 2;
+pub(crate) const CATEGORIES: u8 = 1 << 2;
 /// The test is [`SplitTest::ZeroAsMissing`].
-const ZERO_AS_MISSING: u8 = 1 << 3;
+pub(crate) const ZERO_AS_MISSING: u8 = 1 << 3;
 /// A zero-as-missing test sends zeros left.
 const ZERO_LEFT: u8 = 1 << 4;
 /// Every flag a valid node may carry.
@@ -79,10 +81,6 @@ pub(crate) fn encode(trees: &[Tree], leaf_width: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// Trees read at a time: enough to keep every thread decoding, few enough
-/// that their sections' buffers, reused from batch to batch, stay small.
-const BATCH: usize = 16;
-
 /// A tree as decoded: in the flat layout when its siblings are adjacent.
 enum Decoded {
     Flat(FlatTree),
@@ -90,11 +88,16 @@ enum Decoded {
 }
 
 /// Reads the trees of a format `version` (2 or 3) payload, checking every
-/// length, a batch of trees at a time. Trees whose splits all have their
-/// right child right after their left one (every tree arbor writes) decode
-/// straight into the flat layout prediction walks, checked against the
-/// model's `features` and `leaf_width`; any other tree makes the model hold
-/// node lists, which [`crate::Model::validate`] checks.
+/// length and every tree against the model's `features` and `leaf_width`.
+///
+/// When the trees over ranks can express the model (every forest and
+/// boosted model arbor trains), the trees load straight into them: nodes
+/// and leaves go from the columns to the 8-byte nodes prediction walks,
+/// and the flat layout and node lists are decoded from the kept sections
+/// only if something asks for them. Otherwise trees whose splits all have
+/// their right child right after their left one decode into the flat
+/// layout, and any other tree makes the model hold node lists, which
+/// [`crate::Model::validate`] checks.
 pub(crate) fn read<R: Read>(
     payload: &mut Payload<R>,
     version: u32,
@@ -102,40 +105,62 @@ pub(crate) fn read<R: Read>(
     leaf_width: usize,
 ) -> Result<Trees, String> {
     let n_trees = payload.u64()?;
-    let mut buffers: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::new()).collect();
     // Not preallocated from the count: a corrupt count runs out of bytes instead.
-    let mut trees = Vec::new();
-    let mut first = 0;
-    while first < n_trees {
-        let batch = (n_trees - first).min(BATCH as u64) as usize;
-        for buffer in &mut buffers[..batch] {
-            let len = payload.u64()?;
-            payload.read_into(buffer, len)?;
-        }
-        let decoded: Vec<Decoded> = buffers[..batch]
-            .par_iter()
-            .enumerate()
-            .map(|(i, section)| {
-                decode(section, version, features, leaf_width).map_err(|e| format!("tree {}: {e}", first + i as u64))
-            })
-            .collect::<Result<_, _>>()?;
-        trees.extend(decoded);
-        first += batch as u64;
+    let mut sections = Vec::new();
+    for _ in 0..n_trees {
+        let len = payload.u64()?;
+        let mut section = Vec::new();
+        payload.read_into(&mut section, len)?;
+        sections.push(section);
     }
+    let columns: Vec<Columns<'_>> = sections
+        .par_iter()
+        .enumerate()
+        .map(|(t, section)| Columns::parse(section, version, leaf_width).map_err(|e| format!("tree {t}: {e}")))
+        .collect::<Result<_, _>>()?;
+    if let Some(ranked) = ranked_columns::ranked_forest(&columns, features, leaf_width) {
+        drop(columns);
+        let features = features.to_vec();
+        let flat = move || match decode_sections(&sections, version, &features, leaf_width) {
+            Ok(Ok(flat)) => flat,
+            _ => unreachable!("trees checked as they loaded over ranks decode into the flat layout"),
+        };
+        return Ok(Trees::from_ranked(ranked, Arc::new(flat)));
+    }
+    drop(columns);
+    Ok(match decode_sections(&sections, version, features, leaf_width)? {
+        Ok(flat) => Trees::from_flat(flat),
+        Err(lists) => Trees::from(lists),
+    })
+}
+
+/// Every tree of `sections`: in the flat layout when every tree's siblings
+/// are adjacent (checked), otherwise in node lists.
+fn decode_sections(
+    sections: &[Vec<u8>],
+    version: u32,
+    features: &[Feature],
+    leaf_width: usize,
+) -> Result<Result<Vec<FlatTree>, Vec<Tree>>, String> {
+    let trees: Vec<Decoded> = sections
+        .par_iter()
+        .enumerate()
+        .map(|(t, section)| decode(section, version, features, leaf_width).map_err(|e| format!("tree {t}: {e}")))
+        .collect::<Result<_, _>>()?;
     if trees.iter().all(|t| matches!(t, Decoded::Flat(_))) {
         let flat = trees.into_iter().filter_map(|t| if let Decoded::Flat(f) = t { Some(f) } else { None });
-        return Ok(Trees::from_flat(flat.collect()));
+        return Ok(Ok(flat.collect()));
     }
     let lists = trees.into_iter().map(|t| match t {
         Decoded::Flat(flat) => flat.to_tree(),
         Decoded::Lists(tree) => tree,
     });
-    Ok(Trees::from(lists.collect::<Vec<_>>()))
+    Ok(Err(lists.collect()))
 }
 
 /// Decodes one tree section of format `version`.
 fn decode(section: &[u8], version: u32, features: &[Feature], leaf_width: usize) -> Result<Decoded, String> {
-    let columns = if version == 2 { Columns::read_v2(section)? } else { Columns::read(section, leaf_width)? };
+    let columns = Columns::parse(section, version, leaf_width)?;
     if columns.siblings_adjacent() {
         columns.flat_tree(features, leaf_width).map(Decoded::Flat)
     } else {
@@ -282,31 +307,91 @@ fn put_indices(out: &mut Vec<u8>, width: usize, column: &[u32]) {
     }
 }
 
-/// The indices of `bytes`, each `width` (1, 2 or 4) bytes little endian.
-fn indices(bytes: &[u8], width: usize) -> Vec<u32> {
-    match width {
-        1 => bytes.iter().map(|&b| u32::from(b)).collect(),
-        2 => bytes.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))).collect(),
-        _ => u32s(bytes).collect(),
+/// A column of indices, each `width` (1, 2 or 4) bytes little endian, read
+/// where the section holds them: a loaded forest's millions of indices are
+/// never copied out.
+#[derive(Clone, Copy)]
+pub(crate) struct Indices<'a> {
+    bytes: &'a [u8],
+    width: usize,
+}
+
+impl<'a> Indices<'a> {
+    /// The indices of `bytes` (a multiple of `width` long).
+    fn new(bytes: &'a [u8], width: usize) -> Indices<'a> {
+        debug_assert!(matches!(width, 1 | 2 | 4) && bytes.len() % width == 0);
+        Indices { bytes, width }
+    }
+
+    /// The number of indices.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.width
+    }
+
+    /// Index `i`, if there is one.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Option<u32> {
+        match self.width {
+            1 => self.bytes.get(i).map(|&b| u32::from(b)),
+            2 => self.bytes.get(2 * i..2 * i + 2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))),
+            _ => self.bytes.get(4 * i..4 * i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        }
+    }
+
+    /// Index `i`, which must exist.
+    #[inline(always)]
+    fn at(&self, i: usize) -> u32 {
+        self.get(i).expect("an index within the column")
+    }
+
+    /// Replaces `out` with every index, in order.
+    pub fn decode_into(&self, out: &mut Vec<u32>) {
+        out.clear();
+        match self.width {
+            1 => out.extend(self.bytes.iter().map(|&b| u32::from(b))),
+            2 => out.extend(self.bytes.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))),
+            _ => out.extend(u32s(self.bytes)),
+        }
+    }
+
+    /// Every index, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
+        let this = *self;
+        (0..this.len()).map(move |i| this.at(i))
     }
 }
 
-/// One tree section's arrays, their lengths checked and their tables expanded.
-struct Columns<'a> {
-    flags: &'a [u8],
-    /// A split's feature, a leaf's value offset.
-    words: Vec<u32>,
+/// One tree section's arrays, their lengths and indices checked.
+pub(crate) struct Columns<'a> {
+    pub flags: &'a [u8],
+    /// A split's feature, a leaf's value offset divided by `group`.
+    pub words: Indices<'a>,
     /// Each split's left child, or its left and right children when `pairs`.
-    children: Vec<u32>,
-    pairs: bool,
-    set_lens: Vec<u32>,
-    set_words: Vec<u64>,
-    /// One per numeric split, in node order.
-    thresholds: Vec<f64>,
-    values: Vec<f64>,
+    pub children: Indices<'a>,
+    pub pairs: bool,
+    pub set_lens: Vec<u32>,
+    pub set_words: Vec<u64>,
+    /// The distinct thresholds, and each numeric split's index among them
+    /// in node order (`None`: one threshold per split, in order).
+    pub distinct: Vec<f64>,
+    pub threshold_at: Option<Indices<'a>>,
+    /// The distinct runs of `group` leaf values, and the index of each run
+    /// of the tree's values among them (`None`: the values in order).
+    pub groups: Vec<f64>,
+    pub group: usize,
+    pub group_at: Option<Indices<'a>>,
 }
 
 impl<'a> Columns<'a> {
+    /// A section of format `version` (2 or 3), whose trees have leaves `leaf_width` values wide.
+    pub(crate) fn parse(section: &'a [u8], version: u32, leaf_width: usize) -> Result<Columns<'a>, String> {
+        if version == 2 {
+            Columns::read_v2(section)
+        } else {
+            Columns::read(section, leaf_width)
+        }
+    }
+
     /// A format 3 section, whose trees have leaves `leaf_width` values wide.
     fn read(section: &'a [u8], leaf_width: usize) -> Result<Columns<'a>, String> {
         let mut reader = Reader(section);
@@ -334,37 +419,41 @@ impl<'a> Columns<'a> {
         if group > 1 && n_values > n_leaves * group {
             return Err(format!("{n_values} leaf values for {n_leaves} leaves"));
         }
-        let mut words = indices(reader.array(n, widths[0])?, widths[0]);
-        let children = indices(reader.array(n_splits * per_split, widths[1])?, widths[1]);
+        let words = Indices::new(reader.array(n, widths[0])?, widths[0]);
+        let children = Indices::new(reader.array(n_splits * per_split, widths[1])?, widths[1]);
         let set_lens: Vec<u32> = u32s(reader.array(n_sets, 4)?).collect();
         let set_words = reader.array(n_set_words, 8)?.chunks_exact(8).map(u64_at).collect();
         let distinct: Vec<f64> = reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect();
-        let threshold_at = indices(reader.array(n_splits - n_categories, widths[2])?, widths[2]);
-        check_indices(&threshold_at, distinct.len(), "threshold")?;
-        let thresholds = expand(&distinct, 1, &threshold_at);
+        let threshold_at = Indices::new(reader.array(n_splits - n_categories, widths[2])?, widths[2]);
+        check_indices(threshold_at, distinct.len(), "threshold")?;
         let groups: Vec<f64> = reader
             .array(n_groups.checked_mul(group).ok_or("a table length overflows")?, 8)?
             .chunks_exact(8)
             .map(f64_at)
             .collect();
-        let group_at = indices(reader.array(n_values / group, widths[3])?, widths[3]);
-        check_indices(&group_at, n_groups, "leaf values")?;
-        let values = expand(&groups, group, &group_at);
+        let group_at = Indices::new(reader.array(n_values / group, widths[3])?, widths[3]);
+        check_indices(group_at, n_groups, "leaf values")?;
         reader.finish("after the leaf values")?;
         if group > 1 {
             // Leaves and splits alternate unpredictably: no branch per node.
-            let mut overflow = false;
-            for (word, &f) in words.iter_mut().zip(flags) {
-                let (offset, over) = word.overflowing_mul(if f & SPLIT == 0 { group as u32 } else { 1 });
-                overflow |= over;
-                *word = offset;
-            }
-            if overflow {
+            let last_run = words.iter().zip(flags).map(|(w, &f)| if f & SPLIT == 0 { w } else { 0 }).max();
+            if u64::from(last_run.unwrap_or(0)) * group as u64 > u64::from(u32::MAX) {
                 return Err("a leaf's value offset overflows".into());
             }
         }
-        let columns =
-            Columns { flags, words, children, pairs: per_split == 2, set_lens, set_words, thresholds, values };
+        let columns = Columns {
+            flags,
+            words,
+            children,
+            pairs: per_split == 2,
+            set_lens,
+            set_words,
+            distinct,
+            threshold_at: Some(threshold_at),
+            groups,
+            group,
+            group_at: Some(group_at),
+        };
         columns.check_sets(n_sets, n_categories)?;
         Ok(columns)
     }
@@ -381,13 +470,16 @@ impl<'a> Columns<'a> {
         let (n_splits, n_categories) = count_flags(flags)?;
         let columns = Columns {
             flags,
-            words: u32s(reader.array(n, 4)?).collect(),
-            children: u32s(reader.array(n_splits, 8)?).collect(),
+            words: Indices::new(reader.array(n, 4)?, 4),
+            children: Indices::new(reader.array(n_splits, 8)?, 4),
             pairs: true,
             set_lens: u32s(reader.array(n_sets, 4)?).collect(),
-            thresholds: reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect(),
+            distinct: reader.array(n_thresholds, 8)?.chunks_exact(8).map(f64_at).collect(),
+            threshold_at: None,
             set_words: reader.array(n_set_words, 8)?.chunks_exact(8).map(u64_at).collect(),
-            values: reader.array(n_values, 8)?.chunks_exact(8).map(f64_at).collect(),
+            groups: reader.array(n_values, 8)?.chunks_exact(8).map(f64_at).collect(),
+            group: 1,
+            group_at: None,
         };
         reader.finish("after the leaf values")?;
         if n_splits - n_categories != n_thresholds {
@@ -410,29 +502,47 @@ impl<'a> Columns<'a> {
 
     /// Every split's right child comes right after its left one.
     fn siblings_adjacent(&self) -> bool {
-        !self.pairs || self.children.chunks_exact(2).all(|c| c[0].checked_add(1) == Some(c[1]))
+        !self.pairs
+            || (0..self.children.len() / 2)
+                .all(|k| self.children.at(2 * k).checked_add(1) == Some(self.children.at(2 * k + 1)))
     }
 
     /// Split `k`'s children.
     fn children(&self, k: usize) -> (u32, u32) {
         if self.pairs {
-            (self.children[2 * k], self.children[2 * k + 1])
+            (self.children.at(2 * k), self.children.at(2 * k + 1))
         } else {
-            let left = self.children[k];
+            let left = self.children.at(k);
             (left, left.wrapping_add(1))
+        }
+    }
+
+    /// One threshold per numeric split, in node order.
+    pub fn thresholds(&self) -> Vec<f64> {
+        match &self.threshold_at {
+            Some(at) => expand(&self.distinct, 1, *at),
+            None => self.distinct.clone(),
+        }
+    }
+
+    /// The tree's leaf values, in order.
+    pub fn values(&self) -> Vec<f64> {
+        match &self.group_at {
+            Some(at) => expand(&self.groups, self.group, *at),
+            None => self.groups.clone(),
         }
     }
 
     /// The tree in node lists.
     fn tree(&self) -> Result<Tree, String> {
         let mut set_lens = self.set_lens.iter();
-        let mut thresholds = self.thresholds.iter().copied();
+        let mut thresholds = self.thresholds().into_iter();
         let mut set_words = self.set_words.iter().copied();
         let mut nodes = Vec::with_capacity(self.flags.len());
         let mut split = 0;
-        for (&flag, &word) in self.flags.iter().zip(&self.words) {
+        for (&flag, word) in self.flags.iter().zip(self.words.iter()) {
             if flag & SPLIT == 0 {
-                nodes.push(Node::Leaf { value: word });
+                nodes.push(Node::Leaf { value: word * self.group as u32 });
                 continue;
             }
             // The counts were checked against the flags: the arrays do not run out.
@@ -451,14 +561,14 @@ impl<'a> Columns<'a> {
             split += 1;
             nodes.push(Node::Split { feature: word, test, default_left: flag & DEFAULT_LEFT != 0, left, right });
         }
-        Ok(Tree { nodes, values: self.values.clone() })
+        Ok(Tree { nodes, values: self.values() })
     }
 
     /// The tree in the flat layout, node `i` staying node `i` (the caller
     /// made sure siblings are adjacent), checked.
     fn flat_tree(self, features: &[Feature], leaf_width: usize) -> Result<FlatTree, String> {
         let mut set_lens = self.set_lens.iter().copied();
-        let mut thresholds = self.thresholds.iter().copied();
+        let mut thresholds = self.thresholds().into_iter();
         let mut split = 0;
         let has_sets = !self.set_lens.is_empty();
         let mut flat = FlatTree {
@@ -469,9 +579,9 @@ impl<'a> Columns<'a> {
             values: Vec::new(),
         };
         let mut set_offset = 0u32;
-        for (i, (&flag, &word)) in self.flags.iter().zip(&self.words).enumerate() {
+        for (i, (&flag, word)) in self.flags.iter().zip(self.words.iter()).enumerate() {
             if flag & SPLIT == 0 {
-                flat.nodes.push(FlatNode::leaf(i as u32, word));
+                flat.nodes.push(FlatNode::leaf(i as u32, word * self.group as u32));
                 continue;
             }
             // A feature index too large would reach the flag bits of the node.
@@ -496,32 +606,32 @@ impl<'a> Columns<'a> {
                 }
             });
         }
+        flat.values = self.values();
         flat.sets = has_sets.then_some(self.set_words);
-        flat.values = self.values;
         flat.depth = flat.check(features, leaf_width)?;
         Ok(flat)
     }
 }
 
 /// The runs of `group` values of `table` that `at` lists (checked to be in it), one after another.
-fn expand(table: &[f64], group: usize, at: &[u32]) -> Vec<f64> {
+fn expand(table: &[f64], group: usize, at: Indices<'_>) -> Vec<f64> {
     let mut values = Vec::with_capacity(at.len() * group);
     match group {
-        1 => values.extend(at.iter().map(|&i| table[i as usize])),
+        1 => values.extend(at.iter().map(|i| table[i as usize])),
         // Two classes, a forest's usual leaf: no copy call per leaf.
-        2 => values.extend(at.iter().flat_map(|&i| {
+        2 => values.extend(at.iter().flat_map(|i| {
             let i = 2 * i as usize;
             [table[i], table[i + 1]]
         })),
-        _ => at.iter().for_each(|&i| values.extend_from_slice(&table[i as usize * group..][..group])),
+        _ => at.iter().for_each(|i| values.extend_from_slice(&table[i as usize * group..][..group])),
     }
     values
 }
 
 /// Checks that every one of `at` indexes a table of `len` entries of `what`.
-fn check_indices(at: &[u32], len: usize, what: &str) -> Result<(), String> {
+fn check_indices(at: Indices<'_>, len: usize, what: &str) -> Result<(), String> {
     match at.iter().max() {
-        Some(&i) if i as usize >= len => Err(format!("{what} {i} of {len}")),
+        Some(i) if i as usize >= len => Err(format!("{what} {i} of {len}")),
         _ => Ok(()),
     }
 }

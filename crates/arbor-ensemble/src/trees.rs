@@ -2,14 +2,16 @@
 //! other on first use.
 //!
 //! Training and the model builder produce node lists ([`Tree`]); reports,
-//! export and encoding read them. Prediction walks the flat layout
-//! ([`FlatTree`]), and so does a decoded model file: loading a model builds
-//! the flat form alone, so scoring a file never pays for the node lists.
-//! Prediction prefers the trees over ranks ([`RankedForest`]), built from
-//! the flat trees on first use when the model's splits allow them.
+//! export and encoding read them. Prediction walks the trees over ranks
+//! ([`RankedForest`]) when the model's splits allow them, built from the
+//! flat layout ([`FlatTree`]) on first use, and walks the flat layout
+//! otherwise. A model file loads straight into the trees over ranks when it
+//! can (its flat layout then decodes from the file's kept sections only if
+//! asked for), else into the flat layout: scoring a file never pays for the
+//! forms it does not walk.
 
 use std::ops::Deref;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -25,20 +27,32 @@ pub struct Trees {
     lists: OnceLock<Vec<Tree>>,
     flat: OnceLock<Vec<FlatTree>>,
     ranked: OnceLock<Option<RankedForest>>,
+    /// Decodes the flat layout of trees loaded straight over ranks.
+    decode_flat: Option<Arc<DecodeFlat>>,
 }
+
+/// Decodes a loaded model's trees into the flat layout, from its kept bytes.
+pub(crate) type DecodeFlat = dyn Fn() -> Vec<FlatTree> + Send + Sync;
 
 impl Trees {
     /// Trees decoded straight into the flat layout (already checked).
     pub(crate) fn from_flat(flat: Vec<FlatTree>) -> Trees {
-        Trees { lists: OnceLock::new(), flat: OnceLock::from(flat), ranked: OnceLock::new() }
+        Trees { flat: OnceLock::from(flat), ..Trees::default() }
+    }
+
+    /// Trees loaded straight over ranks (already checked), whose flat layout
+    /// `decode_flat` gives if it is ever needed.
+    pub(crate) fn from_ranked(ranked: RankedForest, decode_flat: Arc<DecodeFlat>) -> Trees {
+        Trees { ranked: OnceLock::from(Some(ranked)), decode_flat: Some(decode_flat), ..Trees::default() }
     }
 
     /// The number of trees.
     pub fn len(&self) -> usize {
-        match (self.lists.get(), self.flat.get()) {
-            (Some(lists), _) => lists.len(),
-            (None, Some(flat)) => flat.len(),
-            (None, None) => 0,
+        match (self.lists.get(), self.flat.get(), self.ranked.get()) {
+            (Some(lists), _, _) => lists.len(),
+            (None, Some(flat), _) => flat.len(),
+            (None, None, Some(Some(ranked))) => ranked.len(),
+            _ => 0,
         }
     }
 
@@ -50,8 +64,9 @@ impl Trees {
     /// Size and shape of every tree, read from whichever form is built (a
     /// loaded model's flat trees know theirs without the node lists).
     pub fn shapes(&self) -> Vec<TreeShape> {
-        match (self.lists.get(), self.flat.get()) {
-            (None, Some(flat)) => flat.iter().map(FlatTree::shape).collect(),
+        match (self.lists.get(), self.flat.get(), self.ranked.get()) {
+            (None, Some(flat), _) => flat.iter().map(FlatTree::shape).collect(),
+            (None, None, Some(Some(ranked))) => (0..ranked.len()).map(|t| ranked.shape(t)).collect(),
             _ => self.iter().map(Tree::shape).collect(),
         }
     }
@@ -61,14 +76,20 @@ impl Trees {
         self.node_lists();
         self.flat = OnceLock::new();
         self.ranked = OnceLock::new();
+        self.decode_flat = None;
         self.lists.get_mut().expect("built just above").push(tree);
     }
 
-    /// The node lists, built from the flat trees the first time.
+    /// The node lists, built from the flat trees (themselves built if need be) the first time.
     fn node_lists(&self) -> &[Tree] {
-        self.lists.get_or_init(|| {
-            self.flat.get().map_or_else(Vec::new, |flat| flat.par_iter().map(FlatTree::to_tree).collect())
-        })
+        self.lists.get_or_init(|| self.flat().par_iter().map(FlatTree::to_tree).collect())
+    }
+
+    /// The trees were loaded straight over ranks and nothing has asked for
+    /// their flat layout yet.
+    #[cfg(test)]
+    pub(crate) fn loaded_over_ranks(&self) -> bool {
+        self.decode_flat.is_some() && self.flat.get().is_none() && self.lists.get().is_none()
     }
 
     /// The node lists if they exist, without building them.
@@ -76,10 +97,12 @@ impl Trees {
         self.lists.get().map(Vec::as_slice)
     }
 
-    /// The flat trees, built from the node lists the first time.
+    /// The flat trees, built from the node lists, or decoded, the first time.
     pub(crate) fn flat(&self) -> &[FlatTree] {
-        self.flat.get_or_init(|| {
-            self.lists.get().map_or_else(Vec::new, |lists| lists.par_iter().map(FlatTree::new).collect())
+        self.flat.get_or_init(|| match (self.lists.get(), &self.decode_flat) {
+            (Some(lists), _) => lists.par_iter().map(FlatTree::new).collect(),
+            (None, Some(decode)) => decode(),
+            (None, None) => Vec::new(),
         })
     }
 
@@ -93,7 +116,7 @@ impl Trees {
 
 impl From<Vec<Tree>> for Trees {
     fn from(lists: Vec<Tree>) -> Trees {
-        Trees { lists: OnceLock::from(lists), flat: OnceLock::new(), ranked: OnceLock::new() }
+        Trees { lists: OnceLock::from(lists), ..Trees::default() }
     }
 }
 
