@@ -270,27 +270,19 @@ mod tests {
     use crate::tree::{Node, SplitTest, Tree};
     use crate::tree_columns;
 
-    /// A tree over three features the trees over ranks can hold: a
-    /// threshold split, a category split and another threshold split.
+    /// A threshold split on `feature` sending rows left to `left`.
+    fn split(feature: u32, threshold: f64, left: u32) -> Node {
+        let test = SplitTest::LessOrEqual(threshold);
+        Node::Split { feature, test, default_left: false, left, right: left + 1 }
+    }
+
+    /// The format tests' tree, made one the trees over ranks can hold (its
+    /// special split a threshold split), two of its leaves alike.
     fn tree() -> Tree {
-        Tree {
-            nodes: vec![
-                Node::Split { feature: 2, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 1, right: 2 },
-                Node::Split {
-                    feature: 0,
-                    test: SplitTest::InCategories(vec![0b1010, 1 << 63]),
-                    default_left: false,
-                    left: 3,
-                    right: 4,
-                },
-                Node::Split { feature: 1, test: SplitTest::LessOrEqual(-0.25), default_left: false, left: 5, right: 6 },
-                Node::Leaf { value: 0 },
-                Node::Leaf { value: 2 },
-                Node::Leaf { value: 4 },
-                Node::Leaf { value: 6 },
-            ],
-            values: vec![0.5, 0.5, 1.0, 0.0, 0.25, 0.75, 0.5, 0.5],
-        }
+        let mut tree = tree_columns::tests::tree();
+        tree.nodes[2] = split(1, -0.25, 5);
+        tree.values[6..].copy_from_slice(&[0.5, 0.5]);
+        tree
     }
 
     /// Three features, the last of them `last` (numeric or categorical).
@@ -332,13 +324,6 @@ mod tests {
     /// and the decoding that follows names it.
     #[test]
     fn trees_the_fast_path_refuses_are_decoding_errors() {
-        let split = |feature, threshold: f64, left| Node::Split {
-            feature,
-            test: SplitTest::LessOrEqual(threshold),
-            default_left: false,
-            left,
-            right: left + 1,
-        };
         type Edit<'a> = &'a dyn Fn(&mut Tree);
         let cases: [(Edit<'_>, FeatureType, &str); 6] = [
             (&|t| t.nodes[0] = split(7, 1.5, 1), FeatureType::Numeric, "tests feature 7, but the model has 3"),

@@ -122,16 +122,22 @@ pub(crate) fn read<R: Read>(
         drop(columns);
         let features = features.to_vec();
         let flat = move || match decode_sections(&sections, version, &features, leaf_width) {
-            Ok(Ok(flat)) => flat,
+            Ok(AllDecoded::Flat(flat)) => flat,
             _ => unreachable!("trees checked as they loaded over ranks decode into the flat layout"),
         };
         return Ok(Trees::from_ranked(ranked, Arc::new(flat)));
     }
     drop(columns);
     Ok(match decode_sections(&sections, version, features, leaf_width)? {
-        Ok(flat) => Trees::from_flat(flat),
-        Err(lists) => Trees::from(lists),
+        AllDecoded::Flat(flat) => Trees::from_flat(flat),
+        AllDecoded::Lists(lists) => Trees::from(lists),
     })
+}
+
+/// A model's trees as decoded: all in the flat layout, or all in node lists.
+enum AllDecoded {
+    Flat(Vec<FlatTree>),
+    Lists(Vec<Tree>),
 }
 
 /// Every tree of `sections`: in the flat layout when every tree's siblings
@@ -141,7 +147,7 @@ fn decode_sections(
     version: u32,
     features: &[Feature],
     leaf_width: usize,
-) -> Result<Result<Vec<FlatTree>, Vec<Tree>>, String> {
+) -> Result<AllDecoded, String> {
     let trees: Vec<Decoded> = sections
         .par_iter()
         .enumerate()
@@ -149,13 +155,13 @@ fn decode_sections(
         .collect::<Result<_, _>>()?;
     if trees.iter().all(|t| matches!(t, Decoded::Flat(_))) {
         let flat = trees.into_iter().filter_map(|t| if let Decoded::Flat(f) = t { Some(f) } else { None });
-        return Ok(Ok(flat.collect()));
+        return Ok(AllDecoded::Flat(flat.collect()));
     }
     let lists = trees.into_iter().map(|t| match t {
         Decoded::Flat(flat) => flat.to_tree(),
         Decoded::Lists(tree) => tree,
     });
-    Ok(Err(lists.collect()))
+    Ok(AllDecoded::Lists(lists.collect()))
 }
 
 /// Decodes one tree section of format `version`.
@@ -696,12 +702,13 @@ impl<'a> Reader<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use arbor_quantize::{BinMapper, FeatureType};
 
     use super::*;
 
-    fn tree() -> Tree {
+    /// A tree with every kind of split, leaves two values wide.
+    pub(crate) fn tree() -> Tree {
         Tree {
             nodes: vec![
                 Node::Split { feature: 2, test: SplitTest::LessOrEqual(1.5), default_left: true, left: 1, right: 2 },
