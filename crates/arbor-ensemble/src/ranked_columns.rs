@@ -96,6 +96,11 @@ impl Scratch {
     }
 }
 
+/// The most (feature, threshold) cells a tree's tables may span here: a
+/// tree with more distinct thresholds than that over its model's features
+/// loads the ordinary way instead, so that no table is outsized.
+const MAX_CELLS: usize = 1 << 22;
+
 /// What one tree tests each feature against.
 struct Tests {
     /// The distinct (feature, threshold index) pairs of its numeric splits.
@@ -105,8 +110,9 @@ struct Tests {
 }
 
 /// The tests of `tree`, a format 3 tree with adjacent siblings and no
-/// special test; `None` otherwise, or when a split's feature is past
-/// `n_features` or a threshold it uses is NaN.
+/// special test; `None` otherwise, when its tables span more than
+/// [`MAX_CELLS`], or when a split's feature is past `n_features` or a
+/// threshold it uses is NaN.
 fn tests(tree: &Columns<'_>, n_features: usize, scratch: &mut Scratch) -> Option<Tests> {
     let at = tree.threshold_at?;
     if tree.pairs || tree.group_at.is_none() || tree.flags.iter().any(|&flag| flag & ZERO_AS_MISSING != 0) {
@@ -119,6 +125,9 @@ fn tests(tree: &Columns<'_>, n_features: usize, scratch: &mut Scratch) -> Option
     // threshold `index` (by stores alone: no load waits on the last store),
     // the extra last byte by category splits.
     let cells = n_features * n_distinct;
+    if cells > MAX_CELLS {
+        return None;
+    }
     let mut seen = vec![0u8; cells + 1];
     let mut set_words = vec![0usize; n_features];
     let mut categorical = vec![false; n_features];
