@@ -57,11 +57,11 @@ pub(crate) fn ranked_forest(columns: &[Columns<'_>], features: &[Feature], leaf_
             (span, f.kind == FeatureType::Categorical)
         })
         .collect();
-    let model = Model { ranks: &ranks, features: &features, leaf_width };
+    let tables = Tables { ranks: &ranks, features: &features, leaf_width };
     let trees = columns
         .par_iter()
         .zip(&tests)
-        .map_init(Scratch::default, |scratch, (tree, tests)| ranked_nodes(tree, tests, &model, scratch))
+        .map_init(Scratch::default, |scratch, (tree, tests)| ranked_nodes(tree, tests, &tables, scratch))
         .collect::<Option<Vec<_>>>()?;
     Some(RankedForest::from_parts(rankings, trees))
 }
@@ -115,7 +115,7 @@ struct Tests {
 /// threshold it uses is NaN.
 fn tests(tree: &Columns<'_>, n_features: usize, scratch: &mut Scratch) -> Option<Tests> {
     let at = tree.threshold_at?;
-    if tree.pairs || tree.group_at.is_none() || tree.flags.iter().any(|&flag| flag & ZERO_AS_MISSING != 0) {
+    if tree.pairs || tree.group_at.is_none() {
         return None;
     }
     scratch.nodes(tree);
@@ -135,7 +135,7 @@ fn tests(tree: &Columns<'_>, n_features: usize, scratch: &mut Scratch) -> Option
     for &i in &scratch.splits {
         let (flag, word) = (tree.flags[i as usize], scratch.words[i as usize]);
         let category = flag & CATEGORIES != 0;
-        bad |= word as usize >= n_features;
+        bad |= (word as usize >= n_features) | (flag & ZERO_AS_MISSING != 0);
         let f = (word as usize).min(n_features - 1);
         // The counts were checked against the flags: each read is in bounds when it is used.
         let index = scratch.thresholds.get(numeric).map_or(0, |&i| i as usize);
@@ -157,7 +157,7 @@ fn tests(tree: &Columns<'_>, n_features: usize, scratch: &mut Scratch) -> Option
 }
 
 /// What every tree of the model is built and checked against.
-struct Model<'a> {
+struct Tables<'a> {
     /// Each feature's threshold ranks by key.
     ranks: &'a [KeyMap<u16>],
     /// Each feature's category set span and whether it is categorical.
@@ -167,8 +167,10 @@ struct Model<'a> {
 
 /// `tree` over ranks, checked; `None` when it is not valid or its set words
 /// overflow a 2-byte offset.
-fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, model: &Model<'_>, scratch: &mut Scratch) -> Option<RankedNodes> {
+fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, tables: &Tables<'_>, scratch: &mut Scratch) -> Option<RankedNodes> {
     let n = tree.flags.len();
+    // Decoded again rather than kept from `tests`: keeping every tree's
+    // words and splits until now would take fresh pages, which cost more.
     scratch.nodes(tree);
     let n_splits = scratch.splits.len();
     // A tree whose nodes all have one parent: every split adds two nodes to the root.
@@ -180,11 +182,11 @@ fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, model: &Model<'_>, scratch: &
     tree.group_at?.decode_into(&mut scratch.runs);
     let Scratch { words, children, thresholds, runs, splits, owner, depth } = scratch;
     // Leaves point into the distinct runs when those are a leaf wide, else into all the values.
-    let compact = tree.group == model.leaf_width;
+    let compact = tree.group == tables.leaf_width;
     let values = if compact { tree.groups.clone() } else { tree.values() };
     let group = tree.group as u32;
     // A leaf's value offset may be at most this.
-    let last_value = values.len().checked_sub(model.leaf_width).map_or(-1, |v| v as i64);
+    let last_value = values.len().checked_sub(tables.leaf_width).map_or(-1, |v| v as i64);
     let mut bad = false;
 
     // Every node as a leaf; the splits' nodes are overwritten below.
@@ -203,10 +205,10 @@ fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, model: &Model<'_>, scratch: &
 
     // Each (feature, threshold index) pair's rank.
     let n_distinct = tree.distinct.len();
-    let mut rank_of = vec![0u16; (model.features.len() * n_distinct).max(1)];
+    let mut rank_of = vec![0u16; (tables.features.len() * n_distinct).max(1)];
     for &(f, index) in &tests.thresholds {
         let f = usize::from(f);
-        rank_of[f * n_distinct + index as usize] = model.ranks[f][&key(tree.distinct[index as usize])];
+        rank_of[f * n_distinct + index as usize] = tables.ranks[f][&key(tree.distinct[index as usize])];
     }
     // The splits: their nodes, and their children's pair (left child `2k + 1`).
     owner.clear();
@@ -221,7 +223,7 @@ fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, model: &Model<'_>, scratch: &
         let category = flag & CATEGORIES != 0;
         // Features were checked against the model's by `tests`.
         let f = words[i] as usize;
-        let (span, categorical) = model.features[f];
+        let (span, categorical) = tables.features[f];
         let index = thresholds.get(numeric).map_or(0, |&i| i as usize);
         numeric += usize::from(!category);
         let rank = u32::from(rank_of[f * n_distinct + index]);
@@ -246,7 +248,7 @@ fn ranked_nodes(tree: &Columns<'_>, tests: &Tests, model: &Model<'_>, scratch: &
     if bad || set_offset > u32::from(u16::MAX) {
         return None;
     }
-    let sets = padded_sets(tree, words, model.features);
+    let sets = padded_sets(tree, words, tables.features);
     Some(RankedNodes { nodes, depth: deepest as usize, sets, values })
 }
 

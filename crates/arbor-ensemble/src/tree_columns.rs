@@ -337,11 +337,7 @@ impl<'a> Indices<'a> {
     /// Index `i`, if there is one.
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<u32> {
-        match self.width {
-            1 => self.bytes.get(i).map(|&b| u32::from(b)),
-            2 => self.bytes.get(2 * i..2 * i + 2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))),
-            _ => self.bytes.get(4 * i..4 * i + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        }
+        self.bytes.get(i * self.width..(i + 1) * self.width).map(index_at)
     }
 
     /// Index `i`, which must exist.
@@ -353,17 +349,23 @@ impl<'a> Indices<'a> {
     /// Replaces `out` with every index, in order.
     pub fn decode_into(&self, out: &mut Vec<u32>) {
         out.clear();
-        match self.width {
-            1 => out.extend(self.bytes.iter().map(|&b| u32::from(b))),
-            2 => out.extend(self.bytes.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))),
-            _ => out.extend(u32s(self.bytes)),
-        }
+        out.extend(self.iter());
     }
 
     /// Every index, in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + 'a {
-        let this = *self;
-        (0..this.len()).map(move |i| this.at(i))
+        self.bytes.chunks_exact(self.width).map(index_at)
+    }
+}
+
+/// The little-endian index held by `bytes` (1, 2 or 4 of them).
+#[inline(always)]
+fn index_at(bytes: &[u8]) -> u32 {
+    match *bytes {
+        [b] => u32::from(b),
+        [b0, b1] => u32::from(u16::from_le_bytes([b0, b1])),
+        [b0, b1, b2, b3] => u32::from_le_bytes([b0, b1, b2, b3]),
+        _ => unreachable!("indices are 1, 2 or 4 bytes wide"),
     }
 }
 
