@@ -97,8 +97,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         (None, Some(oob)) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
         _ => String::new(),
     };
-    let bytes = model.to_bytes();
-    AtomicFile::write_all(&args.output, &bytes)?;
+    let mut file = AtomicFile::create(&args.output)?;
+    let written = model.write_to(std::io::BufWriter::new(file.file())).map_err(CliError::io(&args.output))?;
+    file.commit()?;
     let stopped = match model.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()) {
         Some(e) => format!(
             "; early stopping kept {} of {} rounds (validation loss {:.6} on {} rows)",
@@ -115,7 +116,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         model.skipped_null_labels,
         start.elapsed().as_secs_f64(),
         args.output.display(),
-        bytes.len()
+        written
     ))
 }
 

@@ -13,8 +13,9 @@ use crate::dataset::TrainingData;
 use crate::label::Target;
 use crate::model::{Feature, Model};
 use crate::out_of_bag::{self, OutOfBag, TreeOob};
-use crate::tree::Tree;
 use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
+use crate::tree_columns::{self, EncodedTrees};
+use crate::trees::Trees;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
@@ -134,37 +135,45 @@ pub fn train_forest_with_oob(
             }
             let oob = want_oob
                 .then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, (report_oob, mda), &mut rng));
+            // The tree is kept encoded, a tenth of its nodes' memory.
+            let section = tree_columns::encode_tree(&grown.tree, width);
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;
             on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
-            (grown, oob)
+            (section, grown.gain_per_feature, oob)
         })
         .collect();
-    let (trees, per_tree_oob): (Vec<_>, Vec<_>) = trees.into_iter().unzip();
-    let per_tree_oob: Vec<TreeOob> = per_tree_oob.into_iter().flatten().collect();
+    let mut sections = Vec::with_capacity(trees.len());
+    let mut gains = Vec::with_capacity(trees.len());
+    let mut per_tree_oob: Vec<TreeOob> = Vec::new();
+    for (section, gain, oob) in trees {
+        sections.push(section);
+        gains.push(gain);
+        per_tree_oob.extend(oob);
+    }
 
     // MDI (seed 000): MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t), not normalized.
     let mdi = (fp.importance == ImportanceKind::Mdi).then(|| {
         let mut total = vec![0.0; n_features];
-        for t in &trees {
-            total.iter_mut().zip(&t.gain_per_feature).for_each(|(acc, g)| *acc += g);
+        for gain in &gains {
+            total.iter_mut().zip(gain).for_each(|(acc, g)| *acc += g);
         }
-        total.iter().map(|v| v / trees.len() as f64).collect::<Vec<f64>>()
+        total.iter().map(|v| v / gains.len() as f64).collect::<Vec<f64>>()
     });
-    let tree_list: Vec<Tree> = trees.into_iter().map(|t| t.tree).collect();
-    let oob = report_oob
-        .then(|| out_of_bag::aggregate(&per_tree_oob, &tree_list, data, fp.voting, width, fp.oob_per_observation));
+    let oob = report_oob.then(|| out_of_bag::aggregate(&per_tree_oob, data, fp.voting, width, fp.oob_per_observation));
     let importance = match fp.importance {
         ImportanceKind::MdaRaw => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, false)),
         ImportanceKind::MdaScaled => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, true)),
         _ => mdi,
     };
 
+    let features = model_features(data, &matrix);
+    let trees = Trees::from_encoded(EncodedTrees::new(sections, features.clone(), width));
     let model = Model {
         task,
         algorithm: Algorithm::RandomForest,
         label: data.label.clone(),
-        features: model_features(data, &matrix),
-        trees: tree_list.into(),
+        features,
+        trees,
         voting: fp.voting,
         importance,
         oob_error: oob.as_ref().map(|o| o.error),

@@ -20,17 +20,19 @@
 //! [`Model::read_from`] hashes as it reads, and its trees land directly in
 //! the form prediction walks: the trees over ranks when the model allows
 //! them (its tree sections are kept, to decode the flat layout and node
-//! lists from if they are ever asked for), else the flat layout.
+//! lists from if they are ever asked for, and to be written again as they
+//! are), else the flat layout. [`Model::write_to`] streams a model's bytes
+//! to a file without gathering them in memory first.
 
 use std::io::{Read, Write};
 
 use rayon::prelude::*;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::Xxh3;
 
 use crate::model::Model;
 use crate::tree::Tree;
 use crate::tree_columns;
-use crate::trees::Trees;
+use crate::trees::{TreeBytes, Trees};
 use crate::{ArborError, Loss, Result, Task};
 use arbor_quantize::FeatureType;
 
@@ -45,6 +47,33 @@ const MAX_RESERVE: u64 = 16 << 20;
 impl Model {
     /// Encodes the model. The same model always gives the same bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
+        let encoding = self.encoding();
+        let mut out = Vec::with_capacity(HEADER_LEN + encoding.payload_len as usize);
+        out.extend_from_slice(&encoding.header);
+        encoding.visit(|piece| out.extend_from_slice(piece));
+        out
+    }
+
+    /// Writes the bytes of [`Model::to_bytes`] to `writer` without gathering
+    /// them in memory first (a forest's trees go out as they are kept);
+    /// returns how many bytes were written.
+    pub fn write_to(&self, mut writer: impl Write) -> std::io::Result<u64> {
+        let encoding = self.encoding();
+        writer.write_all(&encoding.header)?;
+        let mut result = Ok(());
+        encoding.visit(|piece| {
+            if result.is_ok() {
+                result = writer.write_all(piece);
+            }
+        });
+        result?;
+        writer.flush()?;
+        Ok(HEADER_LEN as u64 + encoding.payload_len)
+    }
+
+    /// The model's bytes as pieces, and the header that announces their
+    /// length and checksum.
+    fn encoding(&self) -> Encoding<'_> {
         // Everything but the trees, which follow in their columnar layout.
         let rest = Model {
             task: self.task,
@@ -61,19 +90,25 @@ impl Model {
             boosting: self.boosting.clone(),
         };
         let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
-        // The payload is written in place after the header, whose length and
-        // checksum are filled in last: no second copy of a large forest.
-        let mut out = Vec::with_capacity(HEADER_LEN + 8 + rest.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        out.resize(HEADER_LEN, 0);
-        out.extend_from_slice(&(rest.len() as u64).to_le_bytes());
-        out.extend_from_slice(&rest);
-        tree_columns::encode(&self.trees, self.leaf_width(), &mut out);
-        let (header, payload) = out.split_at_mut(HEADER_LEN);
-        header[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        header[20..28].copy_from_slice(&xxh3_64(payload).to_le_bytes());
-        out
+        let mut encoding = Encoding {
+            header: [0; HEADER_LEN],
+            payload_len: 0,
+            rest_len: (rest.len() as u64).to_le_bytes(),
+            rest,
+            trees: self.trees.bytes(self.leaf_width()),
+        };
+        let mut hasher = Xxh3::new();
+        let mut len = 0;
+        encoding.visit(|piece| {
+            hasher.update(piece);
+            len += piece.len() as u64;
+        });
+        encoding.payload_len = len;
+        encoding.header[..8].copy_from_slice(MAGIC);
+        encoding.header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        encoding.header[12..20].copy_from_slice(&len.to_le_bytes());
+        encoding.header[20..28].copy_from_slice(&hasher.digest().to_le_bytes());
+        encoding
     }
 
     /// Decodes and validates model bytes.
@@ -172,6 +207,25 @@ fn first_error<T: Sync>(
     match trees.par_iter().enumerate().find_map_first(|(t, tree)| check(tree).err().map(|e| format!("tree {t}: {e}"))) {
         Some(first) => Err(first),
         None => Ok(()),
+    }
+}
+
+/// A model's bytes: the header, then the payload in pieces.
+struct Encoding<'a> {
+    header: [u8; HEADER_LEN],
+    payload_len: u64,
+    rest_len: [u8; 8],
+    /// The model without its trees.
+    rest: Vec<u8>,
+    trees: TreeBytes<'a>,
+}
+
+impl Encoding<'_> {
+    /// Hands the payload's pieces to `f`, in order.
+    fn visit(&self, mut f: impl FnMut(&[u8])) {
+        f(&self.rest_len);
+        f(&self.rest);
+        self.trees.visit(&mut f);
     }
 }
 

@@ -41,6 +41,9 @@ pub(crate) struct TreeOob {
     /// `(row, leaf offset)` for every row out of the tree's bag (empty unless
     /// the forest's OOB error was asked).
     leaves: Vec<(u32, u32)>,
+    /// The tree's leaf outputs, which `leaves` index (kept with them: a
+    /// forest does not keep its grown trees).
+    values: Vec<f64>,
     /// Per feature, `E_{b,j} − E_b`: the error increase when feature `j` is
     /// permuted among the out-of-bag rows (empty unless MDA was asked).
     increases: Vec<f64>,
@@ -107,14 +110,14 @@ pub(crate) fn evaluate_tree(
             *increase = mean(permuted) - error;
         }
     }
-    TreeOob { leaves, increases }
+    let values = if keep_leaves { tree.values.clone() } else { Vec::new() };
+    TreeOob { leaves, values, increases }
 }
 
 /// The forest's out-of-bag error from every tree's out-of-bag answers: each
 /// row is predicted by the trees it was out of bag for, voting as the model votes.
 pub(crate) fn aggregate(
     per_tree: &[TreeOob],
-    trees: &[Tree],
     data: &TrainingData,
     voting: Voting,
     width: usize,
@@ -123,10 +126,10 @@ pub(crate) fn aggregate(
     let n = data.n_rows();
     let mut votes = vec![0.0; n * width];
     let mut seen = vec![0u32; n];
-    for (oob, tree) in per_tree.iter().zip(trees) {
+    for oob in per_tree {
         for &(r, leaf) in &oob.leaves {
             let (r, leaf) = (r as usize, leaf as usize);
-            let leaf_values = &tree.values[leaf..leaf + width];
+            let leaf_values = &oob.values[leaf..leaf + width];
             let row_votes = &mut votes[r * width..(r + 1) * width];
             match (&data.target, voting) {
                 (Target::Classes(_), Voting::Unweighted) => row_votes[arg_max(leaf_values)] += 1.0,

@@ -276,6 +276,7 @@ mod prediction_tests {
     use arrow::array::RecordBatch;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+    use crate::trees::Trees;
     use crate::{train, Model, TrainParams, TrainingData};
 
     /// The first `rows` rows of a bundled Parquet file.
@@ -300,8 +301,8 @@ mod prediction_tests {
     /// A saved model loads straight into the trees over ranks, never
     /// decoding the flat layout to predict, and predicts exactly as the
     /// trained model does: forests with category splits, boosting (leaves
-    /// one value wide), ten classes, regression. Saved again, it gives its
-    /// own bytes, decoding the flat layout from the kept sections.
+    /// one value wide), ten classes, regression. Saved again, it writes its
+    /// kept sections, which are also what its decoded trees encode to.
     #[test]
     fn loaded_models_predict_over_ranks_as_trained() {
         let cases = [
@@ -324,8 +325,31 @@ mod prediction_tests {
             assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: predicting needs no flat layout");
             assert_eq!(loaded.trees.shapes(), model.trees.shapes(), "{data} {options}: shapes");
             assert!(loaded.to_bytes() == bytes, "{data} {options}: saved again, the same bytes");
-            assert!(!loaded.trees.loaded_over_ranks());
+            assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: saving decodes nothing");
+            let decoded = Model { trees: Trees::from(loaded.trees.to_vec()), ..loaded.clone() };
+            assert!(decoded.to_bytes() == bytes, "{data} {options}: decoded and encoded again, the same bytes");
         }
+    }
+
+    /// A forest holds each tree encoded from the moment it is grown: it
+    /// predicts (over ranks built straight from the encoding) and saves
+    /// without decoding them, and gives the bytes and predictions of the
+    /// same trees held as node lists.
+    #[test]
+    fn a_grown_forest_is_held_encoded() {
+        let model = fit(&read("flights_cls_train.parquet", 3000), "n_trees=6 oob=true");
+        assert!(model.trees.held_encoded());
+        let test = read("flights_cls_test.parquet", 2000);
+        let got = model.predict_batch(&test).unwrap();
+        let bytes = model.to_bytes();
+        let mut written = Vec::new();
+        assert_eq!(model.write_to(&mut written).unwrap(), bytes.len() as u64);
+        assert!(written == bytes, "write_to writes the bytes of to_bytes");
+        assert!(model.trees.held_encoded(), "predicting and saving decode nothing");
+        let lists = Model { trees: Trees::from(model.trees.to_vec()), ..model.clone() };
+        assert!(lists.to_bytes() == bytes, "the node lists encode to the kept bytes");
+        let expected = lists.predict_batch(&test).unwrap();
+        assert!(expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     /// Walking the trees over ranks gives the predictions of the flat trees,

@@ -43,7 +43,6 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::io::Read;
-use std::sync::Arc;
 
 use arbor_kernels::FlatNode;
 use rayon::prelude::*;
@@ -51,8 +50,9 @@ use rayon::prelude::*;
 use crate::flat_tree::FlatTree;
 use crate::key_map::KeyHash;
 use crate::model::Feature;
-use crate::model_format::Payload;
+use crate::model_format::{Payload, FORMAT_VERSION};
 use crate::ranked_columns;
+use crate::ranked_forest::RankedForest;
 use crate::tree::{Node, SplitTest, Tree};
 use crate::trees::Trees;
 
@@ -74,10 +74,64 @@ const KNOWN: u8 = SPLIT | DEFAULT_LEFT | CATEGORIES | ZERO_AS_MISSING | ZERO_LEF
 pub(crate) fn encode(trees: &[Tree], leaf_width: usize, out: &mut Vec<u8>) {
     let sections: Vec<Vec<u8>> = trees.par_iter().map(|tree| encode_tree(tree, leaf_width)).collect();
     out.reserve(8 + sections.iter().map(|s| 8 + s.len()).sum::<usize>());
-    out.extend_from_slice(&(trees.len() as u64).to_le_bytes());
+    visit_sections(&sections, &mut |piece| out.extend_from_slice(piece));
+}
+
+/// Hands `f` the tree count, then each section after its length.
+fn visit_sections(sections: &[Vec<u8>], f: &mut impl FnMut(&[u8])) {
+    f(&(sections.len() as u64).to_le_bytes());
     for section in sections {
-        out.extend_from_slice(&(section.len() as u64).to_le_bytes());
-        out.extend_from_slice(&section);
+        f(&(section.len() as u64).to_le_bytes());
+        f(section);
+    }
+}
+
+/// A model's trees kept as their format 3 sections, with what decoding them
+/// needs. A forest holds its trees this way from the moment each is grown
+/// (a tenth of the memory of node lists), and a loaded model keeps its
+/// file's sections; either writes them again as they are, and decodes the
+/// other forms from them only when something asks.
+pub(crate) struct EncodedTrees {
+    sections: Vec<Vec<u8>>,
+    features: Vec<Feature>,
+    leaf_width: usize,
+}
+
+impl EncodedTrees {
+    /// Sections in the format this build writes, encoded by [`encode_tree`]
+    /// or read from a file and checked, so that they decode without error.
+    pub(crate) fn new(sections: Vec<Vec<u8>>, features: Vec<Feature>, leaf_width: usize) -> EncodedTrees {
+        EncodedTrees { sections, features, leaf_width }
+    }
+
+    /// The number of trees.
+    pub(crate) fn len(&self) -> usize {
+        self.sections.len()
+    }
+
+    /// Hands `f` the trees in the model format, in pieces, as [`encode`] would write them.
+    pub(crate) fn visit(&self, f: &mut impl FnMut(&[u8])) {
+        visit_sections(&self.sections, f);
+    }
+
+    /// The trees in the flat layout.
+    pub(crate) fn flat(&self) -> Vec<FlatTree> {
+        match decode_sections(&self.sections, FORMAT_VERSION, &self.features, self.leaf_width) {
+            Ok(AllDecoded::Flat(flat)) => flat,
+            Ok(AllDecoded::Lists(_)) => unreachable!("arbor writes a split's children side by side"),
+            Err(e) => unreachable!("encoded trees were checked or grown: {e}"),
+        }
+    }
+
+    /// The trees over ranks, built straight from the sections, or `None`
+    /// when the fast path refuses them.
+    pub(crate) fn ranked(&self) -> Option<RankedForest> {
+        let columns: Vec<Columns<'_>> = self
+            .sections
+            .par_iter()
+            .map(|section| Columns::parse(section, FORMAT_VERSION, self.leaf_width).ok())
+            .collect::<Option<_>>()?;
+        ranked_columns::ranked_forest(&columns, &self.features, self.leaf_width)
     }
 }
 
@@ -118,14 +172,11 @@ pub(crate) fn read<R: Read>(
         .enumerate()
         .map(|(t, section)| Columns::parse(section, version, leaf_width).map_err(|e| format!("tree {t}: {e}")))
         .collect::<Result<_, _>>()?;
-    if let Some(ranked) = ranked_columns::ranked_forest(&columns, features, leaf_width) {
+    let ranked = (version == FORMAT_VERSION).then(|| ranked_columns::ranked_forest(&columns, features, leaf_width));
+    if let Some(ranked) = ranked.flatten() {
         drop(columns);
-        let features = features.to_vec();
-        let flat = move || match decode_sections(&sections, version, &features, leaf_width) {
-            Ok(AllDecoded::Flat(flat)) => flat,
-            _ => unreachable!("trees checked as they loaded over ranks decode into the flat layout"),
-        };
-        return Ok(Trees::from_ranked(ranked, Arc::new(flat)));
+        let encoded = EncodedTrees::new(sections, features.to_vec(), leaf_width);
+        return Ok(Trees::from_ranked(ranked, encoded));
     }
     drop(columns);
     Ok(match decode_sections(&sections, version, features, leaf_width)? {
@@ -175,7 +226,7 @@ fn decode(section: &[u8], version: u32, features: &[Feature], leaf_width: usize)
 }
 
 /// One tree's section in format 3.
-fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
+pub(crate) fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
     let n = tree.nodes.len();
     let adjacent = tree.siblings_adjacent();
     let group = group_width(tree, leaf_width);

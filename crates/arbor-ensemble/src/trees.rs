@@ -1,14 +1,14 @@
-//! A model's trees in the two forms their uses need, each built from the
-//! other on first use.
+//! A model's trees in the forms their uses need, each built from another
+//! on first use.
 //!
-//! Training and the model builder produce node lists ([`Tree`]); reports,
-//! export and encoding read them. Prediction walks the trees over ranks
-//! ([`RankedForest`]) when the model's splits allow them, built from the
-//! flat layout ([`FlatTree`]) on first use, and walks the flat layout
-//! otherwise. A model file loads straight into the trees over ranks when it
-//! can (its flat layout then decodes from the file's kept sections only if
-//! asked for), else into the flat layout: scoring a file never pays for the
-//! forms it does not walk.
+//! Boosting and the model builder produce node lists ([`Tree`]); reports
+//! and export read them. Prediction walks the trees over ranks
+//! ([`RankedForest`]) when the model's splits allow them, built on first
+//! use, and walks the flat layout ([`FlatTree`]) otherwise. A forest keeps
+//! each tree encoded as soon as it is grown, and a model file loads straight
+//! into the trees over ranks when it can, keeping its encoded trees
+//! ([`EncodedTrees`]): the other forms decode from those only if asked for,
+//! so neither training nor scoring pays for the forms it does not use.
 
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::flat_tree::FlatTree;
 use crate::ranked_forest::RankedForest;
 use crate::tree::{Tree, TreeShape};
+use crate::tree_columns::{self, EncodedTrees};
 
 /// The trees of a model. It reads as a slice of [`Tree`]s; `len` and
 /// `is_empty` do not build the node lists.
@@ -27,12 +28,9 @@ pub struct Trees {
     lists: OnceLock<Vec<Tree>>,
     flat: OnceLock<Vec<FlatTree>>,
     ranked: OnceLock<Option<RankedForest>>,
-    /// Decodes the flat layout of trees loaded straight over ranks.
-    decode_flat: Option<Arc<DecodeFlat>>,
+    /// The trees in the model format, when they were grown or loaded so.
+    encoded: Option<Arc<EncodedTrees>>,
 }
-
-/// Decodes a loaded model's trees into the flat layout, from its kept bytes.
-pub(crate) type DecodeFlat = dyn Fn() -> Vec<FlatTree> + Send + Sync;
 
 impl Trees {
     /// Trees decoded straight into the flat layout (already checked).
@@ -40,19 +38,23 @@ impl Trees {
         Trees { flat: OnceLock::from(flat), ..Trees::default() }
     }
 
-    /// Trees loaded straight over ranks (already checked), whose flat layout
-    /// `decode_flat` gives if it is ever needed.
-    pub(crate) fn from_ranked(ranked: RankedForest, decode_flat: Arc<DecodeFlat>) -> Trees {
-        Trees { ranked: OnceLock::from(Some(ranked)), decode_flat: Some(decode_flat), ..Trees::default() }
+    /// Trees loaded straight over ranks (already checked) from `encoded`.
+    pub(crate) fn from_ranked(ranked: RankedForest, encoded: EncodedTrees) -> Trees {
+        Trees { ranked: OnceLock::from(Some(ranked)), encoded: Some(Arc::new(encoded)), ..Trees::default() }
+    }
+
+    /// Trees held in the model format only, every other form built on first use.
+    pub(crate) fn from_encoded(encoded: EncodedTrees) -> Trees {
+        Trees { encoded: Some(Arc::new(encoded)), ..Trees::default() }
     }
 
     /// The number of trees.
     pub fn len(&self) -> usize {
-        match (self.lists.get(), self.flat.get(), self.ranked.get()) {
+        match (self.lists.get(), self.flat.get(), &self.encoded) {
             (Some(lists), _, _) => lists.len(),
             (None, Some(flat), _) => flat.len(),
-            (None, None, Some(Some(ranked))) => ranked.len(),
-            _ => 0,
+            (None, None, Some(encoded)) => encoded.len(),
+            (None, None, None) => 0,
         }
     }
 
@@ -67,6 +69,7 @@ impl Trees {
         match (self.lists.get(), self.flat.get(), self.ranked.get()) {
             (None, Some(flat), _) => flat.iter().map(FlatTree::shape).collect(),
             (None, None, Some(Some(ranked))) => (0..ranked.len()).map(|t| ranked.shape(t)).collect(),
+            (None, None, _) if self.encoded.is_some() => self.flat().iter().map(FlatTree::shape).collect(),
             _ => self.iter().map(Tree::shape).collect(),
         }
     }
@@ -76,7 +79,7 @@ impl Trees {
         self.node_lists();
         self.flat = OnceLock::new();
         self.ranked = OnceLock::new();
-        self.decode_flat = None;
+        self.encoded = None;
         self.lists.get_mut().expect("built just above").push(tree);
     }
 
@@ -85,11 +88,18 @@ impl Trees {
         self.lists.get_or_init(|| self.flat().par_iter().map(FlatTree::to_tree).collect())
     }
 
+    /// The trees are held encoded and nothing has decoded their flat layout
+    /// or node lists.
+    #[cfg(test)]
+    pub(crate) fn held_encoded(&self) -> bool {
+        self.encoded.is_some() && self.flat.get().is_none() && self.lists.get().is_none()
+    }
+
     /// The trees were loaded straight over ranks and nothing has asked for
     /// their flat layout yet.
     #[cfg(test)]
     pub(crate) fn loaded_over_ranks(&self) -> bool {
-        self.decode_flat.is_some() && self.flat.get().is_none() && self.lists.get().is_none()
+        self.held_encoded() && matches!(self.ranked.get(), Some(Some(_)))
     }
 
     /// The node lists if they exist, without building them.
@@ -99,18 +109,55 @@ impl Trees {
 
     /// The flat trees, built from the node lists, or decoded, the first time.
     pub(crate) fn flat(&self) -> &[FlatTree] {
-        self.flat.get_or_init(|| match (self.lists.get(), &self.decode_flat) {
+        self.flat.get_or_init(|| match (self.lists.get(), &self.encoded) {
             (Some(lists), _) => lists.par_iter().map(FlatTree::new).collect(),
-            (None, Some(decode)) => decode(),
+            (None, Some(encoded)) => encoded.flat(),
             (None, None) => Vec::new(),
         })
     }
 
-    /// The trees over ranks, built from the flat trees the first time, or
+    /// The trees in the model format: the kept encoding as it is, else the
+    /// node lists encoded.
+    pub(crate) fn bytes(&self, leaf_width: usize) -> TreeBytes<'_> {
+        match &self.encoded {
+            Some(encoded) => TreeBytes::Kept(encoded),
+            None => {
+                let mut out = Vec::new();
+                tree_columns::encode(self.node_lists(), leaf_width, &mut out);
+                TreeBytes::Encoded(out)
+            }
+        }
+    }
+
+    /// The trees over ranks, built the first time (straight from the
+    /// encoded trees when they allow it, else from the flat trees), or
     /// `None` when the compact nodes cannot express this model's splits.
     /// `n_features` is the model's feature count (the same at every call).
     pub(crate) fn ranked(&self, n_features: usize) -> Option<&RankedForest> {
-        self.ranked.get_or_init(|| RankedForest::new(self.flat(), n_features)).as_ref()
+        self.ranked
+            .get_or_init(|| {
+                let straight = self.flat.get().is_none().then(|| self.encoded.as_ref()?.ranked());
+                straight.flatten().or_else(|| RankedForest::new(self.flat(), n_features))
+            })
+            .as_ref()
+    }
+}
+
+/// A model's trees in the model format.
+pub(crate) enum TreeBytes<'a> {
+    /// Trees that were kept encoded.
+    Kept(&'a EncodedTrees),
+    /// Trees encoded just now.
+    Encoded(Vec<u8>),
+}
+
+impl TreeBytes<'_> {
+    /// Hands the bytes to `f` in order, in one or more pieces.
+    pub(crate) fn visit(&self, f: &mut impl FnMut(&[u8])) {
+        match self {
+            TreeBytes::Kept(encoded) => encoded.visit(f),
+            TreeBytes::Encoded(bytes) => f(bytes),
+        }
     }
 }
 
