@@ -118,7 +118,7 @@ impl EncodedTrees {
     pub(crate) fn flat(&self) -> Vec<FlatTree> {
         match decode_sections(&self.sections, FORMAT_VERSION, &self.features, self.leaf_width) {
             Ok(AllDecoded::Flat(flat)) => flat,
-            Ok(AllDecoded::Lists(_)) => unreachable!("arbor writes a split's children side by side"),
+            Ok(AllDecoded::Lists(lists)) => lists.iter().map(FlatTree::new).collect(),
             Err(e) => unreachable!("encoded trees were checked or grown: {e}"),
         }
     }
