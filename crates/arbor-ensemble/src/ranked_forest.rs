@@ -277,7 +277,7 @@ mod prediction_tests {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     use crate::trees::Trees;
-    use crate::{train, Model, TrainParams, TrainingData};
+    use crate::{train, Model, Predictions, TrainParams, TrainingData};
 
     /// The first `rows` rows of a bundled Parquet file.
     fn read(name: &str, rows: usize) -> RecordBatch {
@@ -296,6 +296,13 @@ mod prediction_tests {
             TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
                 .unwrap();
         train(&data, &params, &|_| {}).unwrap()
+    }
+
+    /// Asserts that two predictions are the same to the bit.
+    fn assert_same_bits(expected: &Predictions, got: &Predictions, what: &str) {
+        assert_eq!(expected.values.len(), got.values.len(), "{what}: lengths");
+        let same = expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{what}: predictions");
     }
 
     /// A saved model loads straight into the trees over ranks, never
@@ -318,10 +325,7 @@ mod prediction_tests {
             assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: loads over ranks");
             let test = read(&format!("{data}_test.parquet"), 2000);
             let (expected, got) = (model.predict_batch(&test).unwrap(), loaded.predict_batch(&test).unwrap());
-            assert!(
-                expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{data} {options}: predictions"
-            );
+            assert_same_bits(&expected, &got, &format!("{data} {options}"));
             assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: predicting needs no flat layout");
             assert_eq!(loaded.trees.shapes(), model.trees.shapes(), "{data} {options}: shapes");
             assert!(loaded.to_bytes() == bytes, "{data} {options}: saved again, the same bytes");
@@ -348,8 +352,7 @@ mod prediction_tests {
         assert!(model.trees.held_encoded(), "predicting and saving decode nothing");
         let lists = Model { trees: Trees::from(model.trees.to_vec()), ..model.clone() };
         assert!(lists.to_bytes() == bytes, "the node lists encode to the kept bytes");
-        let expected = lists.predict_batch(&test).unwrap();
-        assert!(expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert_same_bits(&lists.predict_batch(&test).unwrap(), &got, "grown forest");
     }
 
     /// Walking the trees over ranks gives the predictions of the flat trees,
@@ -381,10 +384,7 @@ mod prediction_tests {
             for rows in [n, 300, 1] {
                 let expected = model.predict_with(&columns, rows, None);
                 let got = model.predict_with(&columns, rows, ranked);
-                assert!(
-                    expected.values.iter().zip(&got.values).all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "{data} {options}: {rows} rows"
-                );
+                assert_same_bits(&expected, &got, &format!("{data} {options}: {rows} rows"));
             }
         }
     }

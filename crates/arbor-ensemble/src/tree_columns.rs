@@ -178,8 +178,7 @@ pub(crate) fn read<R: Read>(
         let encoded = EncodedTrees::new(sections, features.to_vec(), leaf_width);
         return Ok(Trees::from_ranked(ranked, encoded));
     }
-    drop(columns);
-    Ok(match decode_sections(&sections, version, features, leaf_width)? {
+    Ok(match decode_columns(columns, features, leaf_width)? {
         AllDecoded::Flat(flat) => Trees::from_flat(flat),
         AllDecoded::Lists(lists) => Trees::from(lists),
     })
@@ -191,18 +190,35 @@ enum AllDecoded {
     Lists(Vec<Tree>),
 }
 
-/// Every tree of `sections`: in the flat layout when every tree's siblings
-/// are adjacent (checked), otherwise in node lists.
+/// Every tree of `sections`, parsed and decoded as [`decode_columns`] does.
 fn decode_sections(
     sections: &[Vec<u8>],
     version: u32,
     features: &[Feature],
     leaf_width: usize,
 ) -> Result<AllDecoded, String> {
-    let trees: Vec<Decoded> = sections
+    let columns: Vec<Columns<'_>> = sections
         .par_iter()
         .enumerate()
-        .map(|(t, section)| decode(section, version, features, leaf_width).map_err(|e| format!("tree {t}: {e}")))
+        .map(|(t, section)| Columns::parse(section, version, leaf_width).map_err(|e| format!("tree {t}: {e}")))
+        .collect::<Result<_, _>>()?;
+    decode_columns(columns, features, leaf_width)
+}
+
+/// Every tree of `columns`: in the flat layout when every tree's siblings
+/// are adjacent (checked), otherwise in node lists.
+fn decode_columns(columns: Vec<Columns<'_>>, features: &[Feature], leaf_width: usize) -> Result<AllDecoded, String> {
+    let trees: Vec<Decoded> = columns
+        .into_par_iter()
+        .enumerate()
+        .map(|(t, columns)| {
+            let decoded = if columns.siblings_adjacent() {
+                columns.flat_tree(features, leaf_width).map(Decoded::Flat)
+            } else {
+                columns.tree().map(Decoded::Lists)
+            };
+            decoded.map_err(|e| format!("tree {t}: {e}"))
+        })
         .collect::<Result<_, _>>()?;
     if trees.iter().all(|t| matches!(t, Decoded::Flat(_))) {
         let flat = trees.into_iter().filter_map(|t| if let Decoded::Flat(f) = t { Some(f) } else { None });
@@ -213,16 +229,6 @@ fn decode_sections(
         Decoded::Lists(tree) => tree,
     });
     Ok(AllDecoded::Lists(lists.collect()))
-}
-
-/// Decodes one tree section of format `version`.
-fn decode(section: &[u8], version: u32, features: &[Feature], leaf_width: usize) -> Result<Decoded, String> {
-    let columns = Columns::parse(section, version, leaf_width)?;
-    if columns.siblings_adjacent() {
-        columns.flat_tree(features, leaf_width).map(Decoded::Flat)
-    } else {
-        columns.tree().map(Decoded::Lists)
-    }
 }
 
 /// One tree's section in format 3.

@@ -136,8 +136,8 @@ impl Trees {
     pub(crate) fn ranked(&self, n_features: usize) -> Option<&RankedForest> {
         self.ranked
             .get_or_init(|| {
-                let straight = self.flat.get().is_none().then(|| self.encoded.as_ref()?.ranked());
-                straight.flatten().or_else(|| RankedForest::new(self.flat(), n_features))
+                let straight = self.encoded.as_ref().and_then(|encoded| encoded.ranked());
+                straight.or_else(|| RankedForest::new(self.flat(), n_features))
             })
             .as_ref()
     }
