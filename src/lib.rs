@@ -12,9 +12,11 @@
 
 pub mod commands;
 mod error;
+mod malloc_thresholds;
 
 pub use arbor_datafusion as datafusion;
 pub use arbor_ensemble as ensemble;
 pub use arbor_kernels as kernels;
 pub use arbor_quantize as quantize;
 pub use error::CliError;
+pub use malloc_thresholds::fix_malloc_thresholds;

@@ -61,15 +61,14 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     }
     let start = Instant::now();
     let (schema, batches) = parquet_io::read_all(&args.input)?;
-    let data = TrainingData::from_batches(
+    let data = TrainingData::from_owned_batches(
         &schema,
-        &batches,
+        batches,
         &args.label,
         args.features.as_deref(),
         args.weight.as_deref(),
         params.task,
     )?;
-    drop(batches);
     let (total, what) = match params.algorithm.0 {
         Algorithm::RandomForest => (params.forest.n_trees, "trees"),
         Algorithm::GradientBoosting => (params.boosting.n_rounds, "rounds"),

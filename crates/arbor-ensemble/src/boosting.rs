@@ -194,7 +194,7 @@ fn add_tree_outputs(
             }
         }
         for r in (first..end).filter(|&r| counts[r] == 0.0) {
-            let value = grown.tree.values[grown.tree.leaf(|f| raw_value(&columns[f], r))];
+            let value = grown.tree.values[grown.tree.leaf(|f| columns[f].raw_value(r))];
             chunk[(r - first) * outputs + output] += value;
         }
     });
@@ -235,12 +235,4 @@ fn sample_rows(rows: &[u32], k: usize, rng: &mut impl Rng) -> Vec<u32> {
     pool.truncate(k);
     pool.sort_unstable();
     pool
-}
-
-/// The value a tree compares for row `r` of a training column (NaN when missing).
-fn raw_value(column: &FeatureColumn, r: usize) -> f64 {
-    match column {
-        FeatureColumn::Numeric(values) => values[r],
-        FeatureColumn::Categorical { codes, .. } => codes[r].map_or(f64::NAN, |c| f64::from(c + 1)),
-    }
 }

@@ -7,7 +7,7 @@
 //! the rows are sorted by that integer: the order of comparing the columns one
 //! after another, at the cost of sorting plain integers.
 
-use arbor_quantize::{integer_span, offset};
+use arbor_quantize::{integer_span, offset, Number};
 use rayon::prelude::*;
 
 /// One key column of the order, as training reads it.
@@ -15,8 +15,10 @@ use rayon::prelude::*;
 pub(crate) enum SortKey<'a> {
     /// Numbers; NaN (missing) sorts first.
     Numbers(&'a [f64]),
-    /// Category codes in the categories' sorted order; `None` (missing) sorts first.
-    Codes(&'a [Option<u32>]),
+    /// Numbers held as `f32`; NaN (missing) sorts first.
+    Floats(&'a [f32]),
+    /// Category bins (1 + the index in the categories' sorted order); bin 0 (missing) sorts first.
+    Bins(&'a [u16]),
     /// Class indexes, in the classes' sorted order.
     Classes(&'a [u32]),
 }
@@ -32,10 +34,10 @@ const DIRECT_SPAN: usize = 1 << 16;
 /// whatever the thread count.
 pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
     let n = keys.first().map_or(0, |k| k.len());
-    let ranked: Vec<(Vec<u32>, u32)> = keys.par_iter().map(|k| ranks(*k)).collect();
+    let ranked: Vec<(Ranks, u32)> = keys.par_iter().map(|k| ranks(*k)).collect();
     // Each column takes the bits of its highest rank, in the first word it
     // fits in whole; columns of one value (all ranks 0) take none.
-    let mut words: Vec<Vec<(&[u32], u32)>> = vec![Vec::new()]; // per word: (ranks, shift)
+    let mut words: Vec<Vec<(&Ranks, u32)>> = vec![Vec::new()]; // per word: (ranks, shift)
     let mut used = 0;
     for (ranks, top) in &ranked {
         let bits = u32::BITS - top.leading_zeros();
@@ -50,15 +52,26 @@ pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
         words.last_mut().expect("one word at least").push((ranks, u64::BITS - used));
     }
     let word = |w: usize, r: usize| {
-        words
-            .get(w)
-            .map_or(0, |columns| columns.iter().fold(0, |acc, (ranks, shift)| acc | u64::from(ranks[r]) << shift))
+        words.get(w).map_or(0, |columns| columns.iter().fold(0, |acc, (ranks, shift)| acc | ranks.get(r) << shift))
     };
+    let head = |r: usize| (u128::from(word(0, r)) << 64) | u128::from(word(1, r));
+
+    // When the keys take at most two words and leave room below them for a
+    // row's position, one 16-byte integer per row carries both: sorting
+    // them is sorting by keys, then position.
+    let free_bits = if words.len() == 1 { 64 + u64::BITS - used } else { u64::BITS - used };
+    let row_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
+    if words.len() <= 2 && row_bits <= free_bits {
+        let mut keyed: Vec<u128> = (0..n).into_par_iter().map(|r| head(r) | r as u128).collect();
+        drop(ranked);
+        keyed.par_sort_unstable();
+        let row_mask = (1u128 << row_bits) - 1;
+        return keyed.iter().map(|&k| (k & row_mask) as u32).collect();
+    }
 
     // Sort by the first two words and the input position; then rows whose
     // first two words tie are sorted again by the rest (rare: over 128 bits of keys).
-    let mut keyed: Vec<(u128, u32)> =
-        (0..n).into_par_iter().map(|r| ((u128::from(word(0, r)) << 64) | u128::from(word(1, r)), r as u32)).collect();
+    let mut keyed: Vec<(u128, u32)> = (0..n).into_par_iter().map(|r| (head(r), r as u32)).collect();
     keyed.par_sort_unstable();
     let mut order: Vec<u32> = keyed.iter().map(|&(_, r)| r).collect();
     let n_tail = words.len().saturating_sub(2);
@@ -80,31 +93,57 @@ impl SortKey<'_> {
     fn len(&self) -> usize {
         match self {
             SortKey::Numbers(v) => v.len(),
-            SortKey::Codes(v) => v.len(),
+            SortKey::Floats(v) => v.len(),
+            SortKey::Bins(v) => v.len(),
             SortKey::Classes(v) => v.len(),
+        }
+    }
+}
+
+/// A column's ranks, two bytes each when the highest fits.
+enum Ranks {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Ranks {
+    #[inline]
+    fn get(&self, r: usize) -> u64 {
+        match self {
+            Ranks::Narrow(ranks) => u64::from(ranks[r]),
+            Ranks::Wide(ranks) => u64::from(ranks[r]),
         }
     }
 }
 
 /// Per row, a rank that orders rows as the column's values do (equal values,
 /// equal ranks; missing lowest); and the highest rank given.
-fn ranks(key: SortKey<'_>) -> (Vec<u32>, u32) {
+fn ranks(key: SortKey<'_>) -> (Ranks, u32) {
     let with_top = |ranks: Vec<u32>| {
         let top = ranks.iter().copied().max().unwrap_or(0);
-        (ranks, top)
+        match u16::try_from(top) {
+            Ok(_) => (Ranks::Narrow(ranks.into_iter().map(|r| r as u16).collect()), top),
+            Err(_) => (Ranks::Wide(ranks), top),
+        }
     };
     match key {
         SortKey::Classes(classes) => with_top(classes.to_vec()),
-        SortKey::Codes(codes) => with_top(codes.iter().map(|c| c.map_or(0, |c| c + 1)).collect()),
+        SortKey::Bins(bins) => (Ranks::Narrow(bins.to_vec()), bins.iter().copied().max().map_or(0, u32::from)),
         SortKey::Numbers(values) => with_top(number_ranks(values)),
+        SortKey::Floats(values) => with_top(number_ranks(values)),
     }
 }
 
 /// Ranks of numbers: 1 + the offset from the minimum when every value is an
 /// integer in a narrow span, else 1 + the position among the distinct values; 0 for NaN.
-fn number_ranks(values: &[f64]) -> Vec<u32> {
+fn number_ranks<T: Number>(values: &[T]) -> Vec<u32> {
+    let wide = |v: T| -> f64 { v.into() };
     if let Some((min, _)) = integer_span(values, DIRECT_SPAN.max(4 * values.len())) {
-        return values.iter().map(|&v| if v.is_nan() { 0 } else { offset(v, min) as u32 + 1 }).collect();
+        return values
+            .iter()
+            .map(|&v| wide(v))
+            .map(|v| if v.is_nan() { 0 } else { offset(v, min) as u32 + 1 })
+            .collect();
     }
     // Otherwise sort: bit patterns flipped so unsigned order is the numbers'
     // order (-0 made +0 first, as the two are equal).
@@ -116,8 +155,13 @@ fn number_ranks(values: &[f64]) -> Vec<u32> {
             bits | 1 << 63
         }
     };
-    let mut sorted: Vec<(u64, u32)> =
-        values.iter().enumerate().filter(|(_, v)| !v.is_nan()).map(|(r, &v)| (ordered(v), r as u32)).collect();
+    let mut sorted: Vec<(u64, u32)> = values
+        .iter()
+        .map(|&v| wide(v))
+        .enumerate()
+        .filter(|(_, v)| !v.is_nan())
+        .map(|(r, v)| (ordered(v), r as u32))
+        .collect();
     sorted.par_sort_unstable();
     let mut ranks = vec![0u32; values.len()];
     let mut rank = 0;
@@ -138,14 +182,16 @@ mod tests {
     /// The order by comparing the columns one after another, as a reference.
     fn compared_order(keys: &[SortKey<'_>]) -> Vec<u32> {
         let n = keys[0].len();
+        let numbers = |x: f64, y: f64| match (x.is_nan(), y.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            (false, false) => x.partial_cmp(&y).expect("not NaN"),
+        };
         let compare_at = |k: &SortKey<'_>, a: usize, b: usize| match k {
-            SortKey::Numbers(v) => match (v[a].is_nan(), v[b].is_nan()) {
-                (true, true) => std::cmp::Ordering::Equal,
-                (true, false) => std::cmp::Ordering::Less,
-                (false, true) => std::cmp::Ordering::Greater,
-                (false, false) => v[a].partial_cmp(&v[b]).expect("not NaN"),
-            },
-            SortKey::Codes(v) => v[a].cmp(&v[b]),
+            SortKey::Numbers(v) => numbers(v[a], v[b]),
+            SortKey::Floats(v) => numbers(f64::from(v[a]), f64::from(v[b])),
+            SortKey::Bins(v) => v[a].cmp(&v[b]),
             SortKey::Classes(v) => v[a].cmp(&v[b]),
         };
         let mut order: Vec<u32> = (0..n as u32).collect();
@@ -173,12 +219,13 @@ mod tests {
 
     proptest! {
         /// Packed ranks sort rows exactly as comparing column by column, over
-        /// narrow and wide integers, fractions, infinities, NaN and missing
-        /// codes, with enough columns to need more than two words.
+        /// narrow and wide integers, fractions (`f64` and `f32`), infinities,
+        /// NaN and missing bins, with one word of keys (room for the row's
+        /// position beside them), two, and more.
         #[test]
         fn packed_ranks_match_column_by_column(
             rows in 1usize..300,
-            seed_columns in proptest::collection::vec((0u8..5, proptest::collection::vec(number(), 300)), 1..12),
+            seed_columns in proptest::collection::vec((0u8..6, proptest::collection::vec(number(), 300)), 1..12),
         ) {
             // Kinds 3 and 4: integers in a narrow and a 16-bit span (ranked without sorting).
             let numbers: Vec<Vec<f64>> = seed_columns
@@ -195,18 +242,20 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let codes: Vec<Vec<Option<u32>>> = numbers
+            let bins: Vec<Vec<u16>> = numbers
                 .iter()
-                .map(|v| v.iter().map(|x| (!x.is_nan()).then(|| (x.abs() as u32) % 7)).collect())
+                .map(|v| v.iter().map(|x| if x.is_nan() { 0 } else { 1 + (x.abs() as u16) % 7 }).collect())
                 .collect();
+            let floats: Vec<Vec<f32>> = numbers.iter().map(|v| v.iter().map(|&x| x as f32).collect()).collect();
             let classes: Vec<Vec<u32>> = numbers.iter().map(|v| v.iter().map(|x| (x.abs() as u32) % 3).collect()).collect();
             let keys: Vec<SortKey<'_>> = seed_columns
                 .iter()
                 .enumerate()
                 .map(|(c, (kind, _))| match kind {
                     0 | 3 | 4 => SortKey::Numbers(&numbers[c]),
-                    1 => SortKey::Codes(&codes[c]),
-                    _ => SortKey::Classes(&classes[c]),
+                    1 => SortKey::Bins(&bins[c]),
+                    2 => SortKey::Classes(&classes[c]),
+                    _ => SortKey::Floats(&floats[c]),
                 })
                 .collect();
             prop_assert_eq!(canonical_order(&keys), compared_order(&keys));

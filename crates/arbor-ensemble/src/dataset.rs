@@ -5,7 +5,7 @@ use arrow::compute::{cast, filter, is_not_null};
 use arrow::datatypes::{DataType, Float64Type, Schema};
 use rayon::prelude::*;
 
-use arbor_quantize::{FeatureColumn, FeatureType, QuantizeError};
+use arbor_quantize::{FeatureColumn, FeatureType, NumericValues, QuantizeError};
 
 use crate::canonical_order::{canonical_order, SortKey};
 use crate::label::{default_task, read_label, LabelInfo, Target};
@@ -66,6 +66,20 @@ impl TrainingData {
         weight: Option<&str>,
         task: Option<Task>,
     ) -> Result<TrainingData> {
+        Self::from_owned_batches(schema, batches.to_vec(), label, features, weight, task)
+    }
+
+    /// [`TrainingData::from_batches`], taking the batches: each feature's
+    /// arrays are freed as soon as the feature is read, so the table and its
+    /// features are never held in full at once.
+    pub fn from_owned_batches(
+        schema: &Schema,
+        batches: Vec<RecordBatch>,
+        label: &str,
+        features: Option<&[String]>,
+        weight: Option<&str>,
+        task: Option<Task>,
+    ) -> Result<TrainingData> {
         let column = |name: &str| -> Result<NamedColumn> {
             let index = schema.index_of(name).map_err(|_| ArborError::MissingColumn {
                 column: name.to_owned(),
@@ -85,6 +99,7 @@ impl TrainingData {
                 .collect(),
         };
         let feature_columns = feature_names.iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
+        drop(batches); // the columns now hold the only references to their arrays
         let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
         Self::from_columns(label_column, feature_columns, weight_column, task, data_type)
     }
@@ -151,17 +166,22 @@ impl TrainingData {
         let (label_info, target) = read_label(&label.name, &labels, task)?;
         let weight_arrays = weight.as_ref().map(&drop_nulls).transpose()?;
         let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
-        // Each feature is read on its own thread, in input order.
+        drop((label, labels, weight, weight_arrays));
+        let specs: Vec<FeatureSpec> =
+            features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
+        // Each feature is read on its own thread, in input order, and its
+        // arrays are dropped once read.
         let columns = features
-            .par_iter()
-            .map(|f| Ok(FeatureColumn::from_arrays(&f.name, &drop_nulls(f)?)?))
+            .into_par_iter()
+            .map(|f| Ok(FeatureColumn::from_arrays(&f.name, &drop_nulls(&f)?)?))
             .collect::<Result<Vec<_>>>()?;
         // Features first, then the label and the weight: the keys of the canonical order.
         let mut keys: Vec<SortKey<'_>> = columns
             .iter()
             .map(|c| match c {
-                FeatureColumn::Numeric(values) => SortKey::Numbers(values),
-                FeatureColumn::Categorical { codes, .. } => SortKey::Codes(codes),
+                FeatureColumn::Numeric(NumericValues::F32(values)) => SortKey::Floats(values),
+                FeatureColumn::Numeric(NumericValues::F64(values)) => SortKey::Numbers(values),
+                FeatureColumn::Categorical { bins, .. } => SortKey::Bins(bins),
             })
             .collect();
         keys.push(match &target {
@@ -177,16 +197,8 @@ impl TrainingData {
             Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
         let weights = weights.map(|w| gather(&w, &input_row));
-        let columns = columns
-            .into_par_iter()
-            .map(|c| match c {
-                FeatureColumn::Numeric(values) => FeatureColumn::Numeric(gather(&values, &input_row)),
-                FeatureColumn::Categorical { codes, categories } => {
-                    FeatureColumn::Categorical { codes: gather(&codes, &input_row), categories }
-                }
-            })
-            .collect();
-        let specs = features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
+        // One column at a time, each dropped once gathered.
+        let columns = columns.into_iter().map(|c| c.gather(&input_row)).collect();
         Ok(TrainingData {
             task,
             label: label_info,

@@ -199,7 +199,7 @@ pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &Bin
             arbor_quantize::FeatureColumn::Numeric(values) => {
                 let mapper = matrix.mapper(f);
                 let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); mapper.n_bins()];
-                for &v in values.iter().filter(|v| !v.is_nan()) {
+                for v in values.to_f64().into_iter().filter(|v| !v.is_nan()) {
                     let r = &mut ranges[mapper.bin_value(v) as usize];
                     *r = (r.0.min(v), r.1.max(v));
                 }
@@ -891,15 +891,16 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let n = 6000;
         let mut columns: Vec<FeatureColumn> = (0..4)
-            .map(|_| FeatureColumn::Numeric((0..n).map(|_| f64::from(rng.random_range(0..50u8))).collect()))
+            .map(|_| {
+                FeatureColumn::Numeric((0..n).map(|_| f64::from(rng.random_range(0..50u8))).collect::<Vec<_>>().into())
+            })
             .collect();
-        let codes: Vec<Option<u32>> = (0..n).map(|_| Some(rng.random_range(0..20))).collect();
+        let bins: Vec<u16> = (0..n).map(|_| rng.random_range(1..=20)).collect();
         let categories = (0..20).map(|c| format!("c{c:02}")).collect();
-        columns.push(FeatureColumn::Categorical { codes: codes.clone(), categories });
-        let FeatureColumn::Numeric(x0) = &columns[0] else { unreachable!() };
+        columns.push(FeatureColumn::Categorical { bins: bins.clone(), categories });
         let grad: Vec<f64> = (0..n)
             .map(|r| {
-                let y = f64::from(u8::from(x0[r] > 25.0)) + f64::from(codes[r].unwrap() % 3) / 2.0;
+                let y = f64::from(u8::from(columns[0].raw_value(r) > 25.0)) + f64::from((bins[r] - 1) % 3) / 2.0;
                 rng.random_range(-0.5..0.5) - y
             })
             .collect();

@@ -77,6 +77,32 @@ fn row_order_and_batches_do_not_change_the_model() {
     }
 }
 
+/// Features arriving as `Float32` are held at four bytes a value; given the
+/// same numbers as `Float64` (held at eight), training grows the same trees.
+#[test]
+fn numeric_width_does_not_change_the_trees() {
+    for options in ["n_trees=4 seed=5", "algorithm=gradient-boosting n_rounds=4"] {
+        let batch = read("flights_cls_train.parquet", 6_000);
+        let schema = batch.schema();
+        let (fields, columns): (Vec<_>, Vec<_>) = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(field, column)| match field.data_type() {
+                arrow::datatypes::DataType::Float32 => (
+                    arrow::datatypes::Field::new(field.name(), arrow::datatypes::DataType::Float64, true),
+                    arrow::compute::cast(column, &arrow::datatypes::DataType::Float64).unwrap(),
+                ),
+                _ => (field.as_ref().clone(), column.clone()),
+            })
+            .unzip();
+        let wide = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
+        let (narrow_model, wide_model) = (fit(&batch, options), fit(&wide, options));
+        assert_eq!(narrow_model.trees, wide_model.trees, "{options}");
+        assert_eq!(narrow_model.predict_batch(&batch).unwrap(), wide_model.predict_batch(&wide).unwrap(), "{options}");
+    }
+}
+
 #[test]
 fn model_bytes_round_trip() {
     let batch = read("diamonds_reg_train.parquet", 3_000);

@@ -160,8 +160,10 @@ mod tests {
     fn row_histograms_equal_column_histograms() {
         let a: Vec<f64> = (0..50).map(|i| (i * 7 % 13) as f64).collect();
         let b: Vec<f64> = (0..50).map(|i| if i % 5 == 0 { f64::NAN } else { (i % 4) as f64 }).collect();
-        let matrix =
-            BinnedMatrix::fit(&[FeatureColumn::Numeric(a), FeatureColumn::Numeric(b)], &QuantizeParams::default());
+        let matrix = BinnedMatrix::fit(
+            &[FeatureColumn::Numeric(a.into()), FeatureColumn::Numeric(b.into())],
+            &QuantizeParams::default(),
+        );
         let bins = RowBins::new(&matrix).unwrap();
         let grad: Vec<f64> = (0..50).map(|i| (i as f64).sin()).collect();
         let hess: Vec<f64> = (0..50).map(|i| 1.0 + (i as f64).cos().abs()).collect();

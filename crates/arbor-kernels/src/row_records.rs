@@ -148,8 +148,9 @@ mod tests {
     #[test]
     fn records_follow_their_rows() {
         let n = 50;
-        let columns: Vec<FeatureColumn> =
-            (0..5).map(|f| FeatureColumn::Numeric((0..n).map(|r| ((r * (f + 3)) % 17) as f64).collect())).collect();
+        let columns: Vec<FeatureColumn> = (0..5)
+            .map(|f| FeatureColumn::Numeric((0..n).map(|r| ((r * (f + 3)) % 17) as f64).collect::<Vec<_>>().into()))
+            .collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let labels: Vec<u32> = (0..n as u32).map(|r| r % 3).collect();
         let counts: Vec<f64> = (0..n).map(|r| (r % 4) as f64).collect();

@@ -285,7 +285,7 @@ proptest! {
         keep in proptest::collection::vec(any::<bool>(), 1..9),
     ) {
         let columns: Vec<FeatureColumn> =
-            (0..5).map(|f| FeatureColumn::Numeric(values.iter().map(|row| row[f]).collect())).collect();
+            (0..5).map(|f| FeatureColumn::Numeric(values.iter().map(|row| row[f]).collect::<Vec<f64>>().into())).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let bins = RowBins::new(&matrix).expect("default quantization fits a byte");
         let stats: Vec<RowStats> = values.iter().map(|row| [1.0, row[0] * row[1], row[2].abs(), 0.0]).collect();

@@ -7,7 +7,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use serde::{Deserialize, Serialize};
 
 use crate::feature_column::{append_f64, to_utf8};
-use crate::{integer_span, offset, FeatureColumn, QuantizeError};
+use crate::{integer_span, offset, with_numbers, FeatureColumn, Number, QuantizeError};
 
 /// Integer columns spanning at most this many values (or one per row, if
 /// more) are counted in a table when fitting edges, instead of sorted.
@@ -76,7 +76,9 @@ impl BinMapper {
     /// Learns the bins of a feature from its training values.
     pub fn fit(column: &FeatureColumn, params: &QuantizeParams) -> BinMapper {
         match column {
-            FeatureColumn::Numeric(values) => BinMapper::Numeric { edges: quantile_edges(values, params) },
+            FeatureColumn::Numeric(values) => {
+                BinMapper::Numeric { edges: with_numbers!(values, |values| quantile_edges(values, params)) }
+            }
             FeatureColumn::Categorical { categories, .. } => BinMapper::categorical(categories.clone()),
         }
     }
@@ -140,17 +142,21 @@ impl BinMapper {
     /// Bins of a training column.
     pub fn bin_column(&self, column: &FeatureColumn) -> Vec<u16> {
         match column {
-            FeatureColumn::Numeric(values) => match integer_span(values, values.len() / 4) {
-                // Few possible values: each one's bin found once, then looked up.
-                Some((min, span)) => {
-                    let bins: Vec<u16> = (0..=span).map(|i| self.bin_value(min + i as f64)).collect();
-                    values.iter().map(|&v| if v.is_nan() { MISSING_BIN } else { bins[offset(v, min)] }).collect()
-                }
-                None => values.iter().map(|&v| self.bin_value(v)).collect(),
-            },
-            FeatureColumn::Categorical { codes, .. } => {
-                codes.iter().map(|c| c.map_or(MISSING_BIN, |c| c as u16 + 1)).collect()
+            FeatureColumn::Numeric(values) => with_numbers!(values, |values| self.bin_numbers(values)),
+            FeatureColumn::Categorical { bins, .. } => bins.clone(),
+        }
+    }
+
+    /// [`BinMapper::bin_column`] for numbers held at either width.
+    fn bin_numbers<T: Number>(&self, values: &[T]) -> Vec<u16> {
+        let wide = values.iter().map(|&v| -> f64 { v.into() });
+        match integer_span(values, values.len() / 4) {
+            // Few possible values: each one's bin found once, then looked up.
+            Some((min, span)) => {
+                let bins: Vec<u16> = (0..=span).map(|i| self.bin_value(min + i as f64)).collect();
+                wide.map(|v| if v.is_nan() { MISSING_BIN } else { bins[offset(v, min)] }).collect()
             }
+            None => wide.map(|v| self.bin_value(v)).collect(),
         }
     }
 
@@ -180,7 +186,7 @@ impl BinMapper {
 /// Quantile bin edges: distinct values are grouped greedily into bins of
 /// about `n / (max_bins - 1)` observations, never fewer than `min_bin_size`,
 /// and an edge lies midway between the last value of a bin and the first of the next.
-fn quantile_edges(values: &[f64], params: &QuantizeParams) -> Vec<f64> {
+fn quantile_edges<T: Number>(values: &[T], params: &QuantizeParams) -> Vec<f64> {
     let distinct = distinct_counts(values);
     let value_bins = params.max_bins.saturating_sub(1).max(1);
     let min_bin_size = params.min_bin_size.max(1);
@@ -207,10 +213,10 @@ fn quantile_edges(values: &[f64], params: &QuantizeParams) -> Vec<f64> {
 
 /// The distinct values that are not NaN, ascending, each with how many
 /// times it occurs: counted in a table for integers of a narrow span, else sorted.
-fn distinct_counts(values: &[f64]) -> Vec<(f64, usize)> {
+fn distinct_counts<T: Number>(values: &[T]) -> Vec<(f64, usize)> {
     if let Some((min, span)) = integer_span(values, TABLE_SPAN.max(values.len())) {
         let mut counts = vec![0usize; span + 1];
-        for &v in values.iter().filter(|v| !v.is_nan()) {
+        for v in values.iter().map(|&v| -> f64 { v.into() }).filter(|v| !v.is_nan()) {
             counts[offset(v, min)] += 1;
         }
         return counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (min + i as f64, c)).collect();
@@ -219,8 +225,8 @@ fn distinct_counts(values: &[f64]) -> Vec<(f64, usize)> {
 }
 
 /// [`distinct_counts`] by sorting: for any values.
-fn sorted_distinct_counts(values: &[f64]) -> Vec<(f64, usize)> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+fn sorted_distinct_counts<T: Number>(values: &[T]) -> Vec<(f64, usize)> {
+    let mut sorted: Vec<f64> = values.iter().map(|&v| -> f64 { v.into() }).filter(|v| !v.is_nan()).collect();
     sorted.sort_unstable_by(f64::total_cmp);
     let mut distinct: Vec<(f64, usize)> = Vec::new();
     for v in sorted {
@@ -257,11 +263,28 @@ mod tests {
             (0..5_000).map(|i| if i % 97 == 0 { f64::NAN } else { f64::from((i * 37) % 1_201) - 600.0 }).collect();
         assert!(integer_span(&values, values.len() / 4).is_some(), "the table paths are taken");
         assert_eq!(distinct_counts(&values), sorted_distinct_counts(&values));
-        let column = FeatureColumn::Numeric(values.clone());
+        let column = FeatureColumn::Numeric(values.clone().into());
         for max_bins in [4, 64, 256] {
             let mapper = BinMapper::fit(&column, &params(max_bins, 1));
             let searched: Vec<u16> = values.iter().map(|&v| mapper.bin_value(v)).collect();
             assert_eq!(mapper.bin_column(&column), searched, "max_bins {max_bins}");
+        }
+    }
+
+    /// A column held at `f32` gets the mapper and bins of the same values held at `f64`.
+    #[test]
+    fn narrow_and_wide_columns_bin_alike() {
+        let fractions: Vec<f32> =
+            (0..4000).map(|i| if i % 53 == 0 { f32::NAN } else { ((i * 7919) % 3001) as f32 / 7.0 }).collect();
+        let integers: Vec<f32> = (0..4000).map(|i| ((i * 31) % 500) as f32 - 250.0).collect();
+        for values in [fractions, integers] {
+            let narrow = FeatureColumn::Numeric(values.clone().into());
+            let wide = FeatureColumn::Numeric(values.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>().into());
+            for p in [params(256, 5), params(16, 1), QuantizeParams::exact()] {
+                let (a, b) = (BinMapper::fit(&narrow, &p), BinMapper::fit(&wide, &p));
+                assert_eq!(a, b, "{p:?}");
+                assert_eq!(a.bin_column(&narrow), b.bin_column(&wide), "{p:?}");
+            }
         }
     }
 
@@ -315,7 +338,7 @@ mod tests {
     #[test]
     fn values_and_thresholds_agree() {
         let values: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 * 0.1).collect();
-        let mapper = BinMapper::fit(&FeatureColumn::Numeric(values.clone()), &params(32, 5));
+        let mapper = BinMapper::fit(&FeatureColumn::Numeric(values.clone().into()), &params(32, 5));
         for b in 1..mapper.n_bins() as u16 - 1 {
             let t = mapper.threshold(b);
             for &v in &values {

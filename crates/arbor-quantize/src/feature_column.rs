@@ -9,7 +9,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
 use serde::{Deserialize, Serialize};
 
-use crate::QuantizeError;
+use crate::{NumericValues, QuantizeError, MISSING_BIN};
 
 /// How a feature's values are compared in splits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,12 +51,13 @@ impl FeatureType {
 /// A feature's values, read from one or more Arrow arrays (one per batch).
 #[derive(Clone, Debug, PartialEq)]
 pub enum FeatureColumn {
-    /// Numeric or boolean values as `f64`; null becomes NaN (missing).
-    Numeric(Vec<f64>),
-    /// Categorical values as codes into `categories` (sorted); `None` is missing.
+    /// Numeric or boolean values (at the narrowest exact width); null becomes NaN (missing).
+    Numeric(NumericValues),
+    /// Categorical values as bins: 1 + the category's index in `categories`
+    /// (sorted), [`MISSING_BIN`] for null; two bytes a row.
     Categorical {
-        /// Per row: index into `categories`, or `None` for null.
-        codes: Vec<Option<u32>>,
+        /// Per row: 1 + index into `categories`, or 0 for null.
+        bins: Vec<u16>,
         /// Distinct category strings, sorted, so the coding is deterministic.
         categories: Vec<String>,
     },
@@ -68,9 +69,9 @@ impl FeatureColumn {
         let data_type = arrays.first().map(|a| a.data_type().clone()).unwrap_or(DataType::Float64);
         match FeatureType::of(&data_type) {
             Some(FeatureType::Numeric | FeatureType::Boolean) => {
-                let mut values = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+                let mut values = NumericValues::default();
                 for array in arrays {
-                    append_f64(name, array, &mut values)?;
+                    values.append(name, array)?;
                 }
                 Ok(FeatureColumn::Numeric(values))
             }
@@ -101,13 +102,13 @@ impl FeatureColumn {
                 }
                 let mut by_name: Vec<(&str, u32)> = first_seen.into_iter().collect();
                 by_name.sort_unstable();
-                let mut sorted_code = vec![0u32; by_name.len()];
+                let mut sorted_bin = vec![0u16; by_name.len()];
                 for (rank, &(_, code)) in by_name.iter().enumerate() {
-                    sorted_code[code as usize] = rank as u32;
+                    sorted_bin[code as usize] = rank as u16 + 1;
                 }
                 let categories: Vec<String> = by_name.iter().map(|(c, _)| (*c).to_owned()).collect();
-                let codes = seen_codes.into_iter().map(|c| c.map(|c| sorted_code[c as usize])).collect();
-                Ok(FeatureColumn::Categorical { codes, categories })
+                let bins = seen_codes.into_iter().map(|c| c.map_or(MISSING_BIN, |c| sorted_bin[c as usize])).collect();
+                Ok(FeatureColumn::Categorical { bins, categories })
             }
             None => Err(QuantizeError::UnsupportedType { column: name.to_owned(), data_type }),
         }
@@ -117,7 +118,7 @@ impl FeatureColumn {
     pub fn len(&self) -> usize {
         match self {
             FeatureColumn::Numeric(v) => v.len(),
-            FeatureColumn::Categorical { codes, .. } => codes.len(),
+            FeatureColumn::Categorical { bins, .. } => bins.len(),
         }
     }
 
@@ -132,8 +133,30 @@ impl FeatureColumn {
     #[inline]
     pub fn raw_value(&self, row: usize) -> f64 {
         match self {
-            FeatureColumn::Numeric(values) => values[row],
-            FeatureColumn::Categorical { codes, .. } => codes[row].map_or(f64::NAN, |c| f64::from(c) + 1.0),
+            FeatureColumn::Numeric(values) => values.get(row),
+            FeatureColumn::Categorical { bins, .. } => match bins[row] {
+                MISSING_BIN => f64::NAN,
+                bin => f64::from(bin),
+            },
+        }
+    }
+
+    /// The rows at `rows` (positions), in that order.
+    pub fn gather(&self, rows: &[u32]) -> FeatureColumn {
+        match self {
+            FeatureColumn::Numeric(values) => FeatureColumn::Numeric(values.gather(rows)),
+            FeatureColumn::Categorical { bins, categories } => FeatureColumn::Categorical {
+                bins: rows.iter().map(|&r| bins[r as usize]).collect(),
+                categories: categories.clone(),
+            },
+        }
+    }
+
+    /// Bytes held by the values (not the category names).
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            FeatureColumn::Numeric(values) => values.size_bytes(),
+            FeatureColumn::Categorical { bins, .. } => bins.len() * 2,
         }
     }
 }
@@ -154,4 +177,44 @@ pub(crate) fn append_f64(name: &str, array: &ArrayRef, out: &mut Vec<f64>) -> Re
 /// Casts a string or dictionary array to plain `Utf8`.
 pub(crate) fn to_utf8(name: &str, array: &ArrayRef) -> Result<ArrayRef, QuantizeError> {
     cast(array, &DataType::Utf8).map_err(|source| QuantizeError::Arrow { column: name.to_owned(), source })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{DictionaryArray, Float32Array, StringArray};
+    use arrow::datatypes::Int8Type;
+
+    use super::*;
+
+    /// Categories are numbered in sorted order from bin 1, across batches and
+    /// array kinds; nulls take the missing bin, and rows gather with their bins.
+    #[test]
+    fn categories_become_sorted_bins() {
+        let plain: ArrayRef = Arc::new(StringArray::from(vec![Some("UA"), None, Some("AA")]));
+        let dictionary: ArrayRef = Arc::new(DictionaryArray::<Int8Type>::from_iter([Some("DL"), Some("UA"), None]));
+        let column = FeatureColumn::from_arrays("carrier", &[plain, dictionary]).unwrap();
+        let FeatureColumn::Categorical { bins, categories } = &column else { panic!("strings are categorical") };
+        assert_eq!(categories, &["AA", "DL", "UA"]);
+        assert_eq!(bins, &[3, MISSING_BIN, 1, 2, 3, MISSING_BIN]);
+        assert_eq!(column.raw_value(0), 3.0);
+        assert!(column.raw_value(1).is_nan());
+        assert_eq!(column.size_bytes(), 12);
+        let gathered = column.gather(&[4, 1, 2]);
+        assert_eq!(
+            (0..3).map(|r| gathered.raw_value(r)).map(|v| v.to_bits()).collect::<Vec<_>>(),
+            [3.0f64.to_bits(), f64::NAN.to_bits(), 1.0f64.to_bits()]
+        );
+    }
+
+    /// A `Float32` column is held at four bytes a value, as it arrived.
+    #[test]
+    fn float32_columns_stay_four_bytes_a_value() {
+        let values: ArrayRef = Arc::new(Float32Array::from(vec![Some(0.1), None, Some(-3.5)]));
+        let column = FeatureColumn::from_arrays("x", &[values]).unwrap();
+        assert_eq!(column.size_bytes(), 12);
+        assert_eq!(column.raw_value(0), f64::from(0.1f32));
+        assert!(column.raw_value(1).is_nan());
+    }
 }

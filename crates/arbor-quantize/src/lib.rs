@@ -5,7 +5,8 @@
 //! codes. This crate owns that mapping:
 //!
 //! - [`FeatureColumn`] reads one Arrow column of any integer or float width,
-//!   booleans, or strings/dictionaries (categorical) into a uniform form;
+//!   booleans, or strings/dictionaries (categorical) into a uniform form
+//!   ([`NumericValues`] at `f32` whenever that is exact, category bins at two bytes);
 //! - [`BinMapper`] holds a feature's bin edges (quantiles, per seed "hist":
 //!   `max_bins`, `min_bin_size`) or its category list;
 //! - [`BinnedMatrix`] is the compact column-major matrix of codes (one byte
@@ -36,9 +37,11 @@ mod binned_matrix;
 mod error;
 mod feature_column;
 mod integer_span;
+mod numeric_values;
 
 pub use bin_mapper::{BinMapper, QuantizeParams, MISSING_BIN};
 pub use binned_matrix::{BinColumn, BinnedMatrix};
 pub use error::QuantizeError;
 pub use feature_column::{FeatureColumn, FeatureType};
 pub use integer_span::{integer_span, offset};
+pub use numeric_values::{Number, NumericValues};
