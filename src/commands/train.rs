@@ -83,17 +83,21 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
             _ => {}
         }
     };
-    let (model, oob) = match params.algorithm.0 {
-        Algorithm::RandomForest => arbor_ensemble::train_forest_with_oob(&data, &params, &on_progress)?,
-        Algorithm::GradientBoosting => (arbor_ensemble::train(&data, &params, &on_progress)?, None),
+    let (model, oob, data) = match params.algorithm.0 {
+        Algorithm::RandomForest => {
+            let (model, oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &on_progress)?;
+            (model, oob, Some(data))
+        }
+        // Nothing reads the data after boosting, which frees the raw columns once binned.
+        Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None, None),
     };
     bar.finish_and_clear();
-    let oob_report = match (&args.oob_output, &oob) {
-        (Some(path), Some(oob)) => {
-            write_oob(path, &model, &data, oob)?;
+    let oob_report = match (&args.oob_output, &oob, &data) {
+        (Some(path), Some(oob), Some(data)) => {
+            write_oob(path, &model, data, oob)?;
             format!("; out-of-bag error {:.6} on {} rows, per row in {}", oob.error, oob.rows, path.display())
         }
-        (None, Some(oob)) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
+        (_, Some(oob), _) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
         _ => String::new(),
     };
     let mut file = AtomicFile::create(&args.output)?;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, train, NamedColumn, Task, TrainParams, TrainingData, OPTION_KEYS};
+use arbor_ensemble::{default_task, train_owned, NamedColumn, Task, TrainParams, TrainingData, OPTION_KEYS};
 use arrow::array::{Array, ArrayRef, AsArray, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
@@ -314,7 +314,7 @@ impl Accumulator for TrainForestAccumulator {
             types.get(n).map(|t| (*t).clone())
         })
         .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
-        let model = train(&data, &self.params, &|_| {})
+        let model = train_owned(data, &self.params, &|_| {})
             .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
         let predicts = model.prediction_type().map_err(|e| DataFusionError::Execution(e.to_string()))?;
         if predicts != self.planned {

@@ -25,16 +25,56 @@ pub fn train_boosting(
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
+    boost(data, RawColumns::Borrowed(&data.columns), params, on_progress)
+}
+
+/// [`train_boosting`] for a caller done with the data: the raw feature
+/// columns are freed once binned, and rows the trees did not grow on (held
+/// out, not sampled) walk each tree on their bins instead (see
+/// [`bin_values`]). The model bytes are the same.
+pub fn train_boosting_owned(
+    mut data: TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Model> {
+    let columns = std::mem::take(&mut data.columns);
+    boost(&data, RawColumns::Owned(columns), params, on_progress)
+}
+
+/// The raw feature columns while boosting: the caller's, owned (freed once
+/// binned when the bins can stand in for them), or freed.
+enum RawColumns<'a> {
+    Borrowed(&'a [FeatureColumn]),
+    Owned(Vec<FeatureColumn>),
+    Freed,
+}
+
+impl RawColumns<'_> {
+    fn get(&self) -> &[FeatureColumn] {
+        match self {
+            RawColumns::Borrowed(columns) => columns,
+            RawColumns::Owned(columns) => columns,
+            RawColumns::Freed => &[],
+        }
+    }
+}
+
+fn boost(
+    data: &TrainingData,
+    mut columns: RawColumns<'_>,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Model> {
     let task = data.task;
     params.validate(task)?;
     let bp = &params.boosting;
     let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
     let loss = bp.resolve_loss(task, n_classes)?;
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
-    let n_features = data.columns.len();
+    let n_features = columns.get().len();
     let features_per_node = bp.features_per_node(n_features)?;
-    let matrix = BinnedMatrix::fit(&data.columns, &bp.quantize_params());
-    let ranges = bp.exact.then(|| bin_ranges(&data.columns, &matrix));
+    let matrix = BinnedMatrix::fit(columns.get(), &bp.quantize_params());
+    let ranges = bp.exact.then(|| bin_ranges(columns.get(), &matrix));
     // Every node scans every feature unless features are subsampled: rows are then read once per node.
     let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
     let n = data.n_rows();
@@ -56,6 +96,20 @@ pub fn train_boosting(
     if !subsample {
         train_rows.iter().for_each(|&r| counts[r as usize] = 1.0);
     }
+    // Rows outside the trees (held out, not sampled) walk them: on their raw
+    // values, or on their bins' stand-ins once owned columns are freed.
+    let walked = subsample || !valid_rows.is_empty();
+    let stand_ins = match &columns {
+        RawColumns::Owned(owned) if walked => bin_values(owned, &matrix, ranges.as_ref()),
+        _ => None,
+    };
+    if matches!(columns, RawColumns::Owned(_)) && (!walked || stand_ins.is_some()) {
+        columns = RawColumns::Freed;
+    }
+    let row_value = |f: usize, r: usize| match &stand_ins {
+        Some(values) => values[f][usize::from(matrix.column(f).get(r))],
+        None => columns.get()[f].raw_value(r),
+    };
     let mut row_stats = Vec::new();
     let settings = GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
@@ -120,7 +174,7 @@ pub fn train_boosting(
         }
         // Scores move only after every output's gradients are taken at the round's start.
         for (output, grown) in round_trees {
-            add_tree_outputs(&mut raw, outputs, output, &grown, &counts, &data.columns);
+            add_tree_outputs(&mut raw, outputs, output, &grown, &counts, &row_value);
             trees.push(grown.tree);
         }
         rounds_run = round + 1;
@@ -178,7 +232,7 @@ fn add_tree_outputs(
     output: usize,
     grown: &GrownTree,
     counts: &[f64],
-    columns: &[FeatureColumn],
+    row_value: &(impl Fn(usize, usize) -> f64 + Sync),
 ) {
     raw.par_chunks_mut(SCORE_CHUNK * outputs).enumerate().for_each(|(k, chunk)| {
         let first = k * SCORE_CHUNK;
@@ -194,10 +248,49 @@ fn add_tree_outputs(
             }
         }
         for r in (first..end).filter(|&r| counts[r] == 0.0) {
-            let value = grown.tree.values[grown.tree.leaf(|f| columns[f].raw_value(r))];
+            let value = grown.tree.values[grown.tree.leaf(|f| row_value(f, r))];
             chunk[(r - first) * outputs + output] += value;
         }
     });
+}
+
+/// Per feature, one value for each bin that every split sends the way it
+/// sends the bin's raw values: the bin's largest training value (numeric),
+/// the bin itself (categorical), NaN for the missing bin. A threshold `t`
+/// always lies between bins (`x <= t` for all values of bins up to some `k`,
+/// `x > t` for the rest), so the largest value takes each bin's side. Exact
+/// splits place `t` between the node's neighbouring values, which only stays
+/// between bins when each bin holds one distinct value: `None` otherwise, and
+/// the raw columns are kept.
+fn bin_values(
+    columns: &[FeatureColumn],
+    matrix: &BinnedMatrix,
+    ranges: Option<&crate::tree_builder::BinRanges>,
+) -> Option<Vec<Vec<f64>>> {
+    if ranges.is_some_and(|ranges| ranges.iter().flatten().any(|&(lo, hi)| lo < hi)) {
+        return None;
+    }
+    let values = columns
+        .par_iter()
+        .enumerate()
+        .map(|(f, column)| {
+            let n_bins = matrix.mapper(f).n_bins();
+            let mut values: Vec<f64> = match column {
+                FeatureColumn::Categorical { .. } => (0..n_bins).map(|bin| bin as f64).collect(),
+                FeatureColumn::Numeric(_) => {
+                    let mut largest = vec![f64::NEG_INFINITY; n_bins];
+                    for r in 0..column.len() {
+                        let bin = usize::from(matrix.column(f).get(r));
+                        largest[bin] = largest[bin].max(column.raw_value(r));
+                    }
+                    largest
+                }
+            };
+            values[usize::from(arbor_quantize::MISSING_BIN)] = f64::NAN;
+            values
+        })
+        .collect();
+    Some(values)
 }
 
 /// Splits rows `0..n` into training and validation rows (sorted), holding out
@@ -235,4 +328,42 @@ fn sample_rows(rows: &[u32], k: usize, rng: &mut impl Rng) -> Vec<u32> {
     pool.truncate(k);
     pool.sort_unstable();
     pool
+}
+
+#[cfg(test)]
+mod tests {
+    use arbor_quantize::{BinMapper, QuantizeParams};
+
+    use super::*;
+
+    /// A bin's stand-in falls on its raw values' side of every threshold
+    /// histogram splits can use; exact splits get stand-ins only while each
+    /// bin holds one distinct value.
+    #[test]
+    fn stand_ins_take_their_bins_side_of_every_threshold() {
+        let raw: Vec<f64> =
+            (0..400).map(|r| if r % 37 == 0 { f64::NAN } else { f64::from((r * 13) % 101) / 4.0 }).collect();
+        let columns = [
+            FeatureColumn::Numeric(raw.clone().into()),
+            FeatureColumn::Categorical {
+                bins: (0..400).map(|r| (r % 5) as u16).collect(),
+                categories: ["a", "b", "c", "d"].map(String::from).to_vec(),
+            },
+        ];
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 9, min_bin_size: 1 });
+        let values = bin_values(&columns, &matrix, None).expect("histogram splits always have stand-ins");
+        let BinMapper::Numeric { edges } = matrix.mapper(0) else { panic!("numeric") };
+        for (r, &x) in raw.iter().enumerate() {
+            let stand_in = values[0][usize::from(matrix.column(0).get(r))];
+            assert_eq!(stand_in.is_nan(), x.is_nan(), "row {r}");
+            for &t in edges.iter().chain([f64::INFINITY].iter()) {
+                assert_eq!(stand_in <= t, x <= t, "row {r}: {x} against {t}");
+            }
+            assert_eq!(values[1][usize::from(matrix.column(1).get(r))].to_bits(), columns[1].raw_value(r).to_bits());
+        }
+        // Nine bins for 101 distinct values: exact splits could fall inside one.
+        assert!(bin_values(&columns, &matrix, Some(&bin_ranges(&columns, &matrix))).is_none());
+        let exact = BinnedMatrix::fit(&columns, &QuantizeParams::exact());
+        assert!(bin_values(&columns, &exact, Some(&bin_ranges(&columns, &exact))).is_some());
+    }
 }

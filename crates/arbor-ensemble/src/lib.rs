@@ -49,7 +49,7 @@ mod tree_columns;
 mod trees;
 mod xgboost_json;
 
-pub use boosting::train_boosting;
+pub use boosting::{train_boosting, train_boosting_owned};
 pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
 pub use error::{ArborError, Result};
 pub use forest::{train_forest, train_forest_with_oob, tree_rng};
@@ -88,5 +88,18 @@ pub fn train(data: &TrainingData, params: &TrainParams, on_progress: &(dyn Fn(&P
     match params.algorithm.0 {
         Algorithm::RandomForest => train_forest(data, params, on_progress),
         Algorithm::GradientBoosting => train_boosting(data, params, on_progress),
+    }
+}
+
+/// [`train`] for a caller done with the data, which it may free as it goes
+/// (boosting frees the raw feature columns once binned). The same model.
+pub fn train_owned(
+    data: TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Model> {
+    match params.algorithm.0 {
+        Algorithm::RandomForest => train_forest(&data, params, on_progress),
+        Algorithm::GradientBoosting => train_boosting_owned(data, params, on_progress),
     }
 }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arbor_ensemble::{train, Model, Node, TrainParams, TrainingData};
+use arbor_ensemble::{train, train_owned, Model, Node, TrainParams, TrainingData};
 use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{Float64Type, Int64Type};
@@ -294,4 +294,40 @@ fn exact_boosting_trains_and_is_accurate() {
         .collect();
     assert_eq!(carat.mapper.n_bins(), distinct.len() + 1, "a bin per distinct value, plus the missing bin");
     assert!(rmse(&exact, &test) < 0.15, "RMSE {}", rmse(&exact, &test));
+}
+
+/// Boosting that owns its data frees the raw columns once binned, and rows
+/// outside the trees (held out for early stopping, not sampled) walk them on
+/// their bins' stand-ins: the model bytes are those of boosting on the
+/// caller's columns, with numeric and string features, histogram and exact
+/// splits, and with the stand-ins refused (exact bins holding several values).
+#[test]
+fn owned_boosting_walks_bins_to_the_same_model() {
+    let flights = read("flights_cls_train.parquet").slice(0, 20_000);
+    let diamonds = read("diamonds_reg_train.parquet").slice(0, 8_000);
+    // 70,000 distinct values: more than exact splits' 65,535 bins, so some bins hold two.
+    let n = 70_000;
+    let x: Vec<f64> = (0..n).map(|r| ((r * 7_919) % n) as f64 / 3.0).collect();
+    let label: Vec<f64> = x.iter().map(|v| (v / 500.0).sin() + (v % 7.0) / 10.0).collect();
+    let wide = RecordBatch::try_from_iter([
+        ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
+        ("label", Arc::new(Float64Array::from(label)) as ArrayRef),
+    ])
+    .unwrap();
+    for (batch, options) in [
+        (&flights, "n_rounds=12 sample_fraction=0.6 early_stopping_rounds=50 validation_fraction=0.2"),
+        (&flights, "n_rounds=8 sample_fraction=0.7 split_method=exact"),
+        (&diamonds, "n_rounds=8 sample_fraction=0.5 early_stopping_rounds=3 max_bins=16"),
+        (&diamonds, "n_rounds=6 sample_fraction=0.8 split_method=exact"),
+        (&wide, "n_rounds=4 sample_fraction=0.8 split_method=exact max_depth=8"),
+        (&diamonds, "n_rounds=6"),
+    ] {
+        let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}")).unwrap();
+        let data =
+            TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
+                .unwrap();
+        let borrowed = train(&data, &params, &|_| {}).unwrap();
+        let owned = train_owned(data, &params, &|_| {}).unwrap();
+        assert_eq!(owned.to_bytes(), borrowed.to_bytes(), "{options}");
+    }
 }
