@@ -83,12 +83,16 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
             _ => {}
         }
     };
+    // Training frees what it can of the data, unless the per-row out-of-bag file needs it after.
     let (model, oob, data) = match params.algorithm.0 {
-        Algorithm::RandomForest => {
+        Algorithm::RandomForest if args.oob_output.is_some() => {
             let (model, oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &on_progress)?;
             (model, oob, Some(data))
         }
-        // Nothing reads the data after boosting, which frees the raw columns once binned.
+        Algorithm::RandomForest => {
+            let (model, oob) = arbor_ensemble::train_forest_owned(data, &params, &on_progress)?;
+            (model, oob, None)
+        }
         Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None, None),
     };
     bar.finish_and_clear();

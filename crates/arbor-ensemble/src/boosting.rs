@@ -12,6 +12,7 @@ use crate::forest::{model_features, normalized, tree_rng};
 use crate::label::Target;
 use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
+use crate::raw_columns::RawColumns;
 use crate::tree::Tree;
 use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
@@ -39,24 +40,6 @@ pub fn train_boosting_owned(
 ) -> Result<Model> {
     let columns = std::mem::take(&mut data.columns);
     boost(&data, RawColumns::Owned(columns), params, on_progress)
-}
-
-/// The raw feature columns while boosting: the caller's, owned (freed once
-/// binned when the bins can stand in for them), or freed.
-enum RawColumns<'a> {
-    Borrowed(&'a [FeatureColumn]),
-    Owned(Vec<FeatureColumn>),
-    Freed,
-}
-
-impl RawColumns<'_> {
-    fn get(&self) -> &[FeatureColumn] {
-        match self {
-            RawColumns::Borrowed(columns) => columns,
-            RawColumns::Owned(columns) => columns,
-            RawColumns::Freed => &[],
-        }
-    }
 }
 
 fn boost(
@@ -103,8 +86,8 @@ fn boost(
         RawColumns::Owned(owned) if walked => bin_values(owned, &matrix, ranges.as_ref()),
         _ => None,
     };
-    if matches!(columns, RawColumns::Owned(_)) && (!walked || stand_ins.is_some()) {
-        columns = RawColumns::Freed;
+    if !walked || stand_ins.is_some() {
+        columns.free();
     }
     let row_value = |f: usize, r: usize| match &stand_ins {
         Some(values) => values[f][usize::from(matrix.column(f).get(r))],

@@ -18,6 +18,7 @@ use crate::tree_columns::{self, EncodedTrees};
 use crate::trees::Trees;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::raw_columns::RawColumns;
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
 
 /// The random stream of tree `index`: independent of the thread that grows it
@@ -44,13 +45,34 @@ pub fn train_forest_with_oob(
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<(Model, Option<OutOfBag>)> {
+    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress)
+}
+
+/// [`train_forest_with_oob`] for a caller done with the data: unless
+/// out-of-bag results or an MDA importance walk the raw values, the raw
+/// feature columns are freed once binned. The same model.
+pub fn train_forest_owned(
+    mut data: TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<(Model, Option<OutOfBag>)> {
+    let columns = std::mem::take(&mut data.columns);
+    grow_forest(&data, RawColumns::Owned(columns), params, on_progress)
+}
+
+fn grow_forest(
+    data: &TrainingData,
+    mut columns: RawColumns<'_>,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<(Model, Option<OutOfBag>)> {
     let task = data.task;
     params.validate(task)?;
     let fp = &params.forest;
-    let n_features = data.columns.len();
+    let n_features = columns.get().len();
     let m = fp.features_per_node(n_features, task)?;
-    let matrix = BinnedMatrix::fit(&data.columns, &fp.quantize_params());
-    let ranges = fp.exact.then(|| bin_ranges(&data.columns, &matrix));
+    let matrix = BinnedMatrix::fit(columns.get(), &fp.quantize_params());
+    let ranges = fp.exact.then(|| bin_ranges(columns.get(), &matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
     let row_bins =
         (m >= n_features && !fp.random_splitter && task == Task::Regression).then(|| RowBins::new(&matrix)).flatten();
@@ -78,6 +100,11 @@ pub fn train_forest_with_oob(
         Target::Classes(_) => data.label.classes.as_ref().map_or(0, |c| c.len()),
         Target::Values(_) => 1,
     };
+    // Past the bins, only the out-of-bag walks read raw values.
+    if !want_oob {
+        columns.free();
+    }
+    let columns = columns.get();
 
     let trees: Vec<_> = (0..fp.n_trees)
         .into_par_iter()
@@ -133,8 +160,9 @@ pub fn train_forest_with_oob(
             if root_weight > 0.0 {
                 grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
             }
-            let oob = want_oob
-                .then(|| out_of_bag::evaluate_tree(&grown.tree, data, &counts, width, (report_oob, mda), &mut rng));
+            let oob = want_oob.then(|| {
+                out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng)
+            });
             // The tree is kept encoded, a tenth of its nodes' memory.
             let section = tree_columns::encode_tree(&grown.tree, width);
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;

@@ -42,6 +42,7 @@ mod params;
 mod predict;
 mod ranked_columns;
 mod ranked_forest;
+mod raw_columns;
 mod summary;
 mod tree;
 mod tree_builder;
@@ -52,7 +53,7 @@ mod xgboost_json;
 pub use boosting::{train_boosting, train_boosting_owned};
 pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
 pub use error::{ArborError, Result};
-pub use forest::{train_forest, train_forest_with_oob, tree_rng};
+pub use forest::{train_forest, train_forest_owned, train_forest_with_oob, tree_rng};
 pub use label::{default_task, Classes, LabelInfo, Target};
 pub use model::{Boosting, EarlyStopping, Feature, Model};
 pub use model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
@@ -92,14 +93,15 @@ pub fn train(data: &TrainingData, params: &TrainParams, on_progress: &(dyn Fn(&P
 }
 
 /// [`train`] for a caller done with the data, which it may free as it goes
-/// (boosting frees the raw feature columns once binned). The same model.
+/// (the raw feature columns, once binned, unless out-of-bag results need
+/// them). The same model.
 pub fn train_owned(
     data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     match params.algorithm.0 {
-        Algorithm::RandomForest => train_forest(&data, params, on_progress),
+        Algorithm::RandomForest => train_forest_owned(data, params, on_progress).map(|(model, _)| model),
         Algorithm::GradientBoosting => train_boosting_owned(data, params, on_progress),
     }
 }

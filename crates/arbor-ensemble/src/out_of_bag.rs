@@ -5,6 +5,7 @@
 //! trains (in parallel, each with its own random stream); the forest-level
 //! figures are then summed in tree order, so they do not depend on the thread count.
 
+use arbor_quantize::FeatureColumn;
 use rand::Rng;
 
 use crate::dataset::TrainingData;
@@ -64,12 +65,12 @@ fn leaf_error(target: &Target, tree: &Tree, leaf: usize, width: usize, r: usize)
 pub(crate) fn evaluate_tree(
     tree: &Tree,
     data: &TrainingData,
+    columns: &[FeatureColumn],
     counts: &[f64],
     width: usize,
     (keep_leaves, mda): (bool, bool),
     rng: &mut impl Rng,
 ) -> TreeOob {
-    let columns = &data.columns;
     let oob: Vec<u32> = (0..counts.len() as u32).filter(|&r| counts[r as usize] == 0.0).collect();
     let mean = |sum: f64| if oob.is_empty() { 0.0 } else { sum / oob.len() as f64 };
     let mut leaves = Vec::with_capacity(if keep_leaves { oob.len() } else { 0 });

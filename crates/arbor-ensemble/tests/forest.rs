@@ -103,6 +103,23 @@ fn numeric_width_does_not_change_the_trees() {
     }
 }
 
+/// A forest that owns its data frees the raw columns once binned unless its
+/// out-of-bag results walk them: the same model bytes, error and importance.
+#[test]
+fn owned_forests_match_borrowed_ones() {
+    let batch = read("flights_cls_train.parquet", 5_000);
+    for options in
+        ["n_trees=4", "n_trees=4 oob=true", "n_trees=4 importance=mda_scaled", "n_trees=3 split_method=exact"]
+    {
+        let params = TrainParams::parse_options(options).unwrap();
+        let data = common::training_data(&batch, None, &params);
+        let (borrowed, borrowed_oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &|_| {}).unwrap();
+        let (owned, owned_oob) = arbor_ensemble::train_forest_owned(data, &params, &|_| {}).unwrap();
+        assert_eq!(owned.to_bytes(), borrowed.to_bytes(), "{options}");
+        assert_eq!(owned_oob.map(|o| o.error), borrowed_oob.map(|o| o.error), "{options}");
+    }
+}
+
 #[test]
 fn model_bytes_round_trip() {
     let batch = read("diamonds_reg_train.parquet", 3_000);
