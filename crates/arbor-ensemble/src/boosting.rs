@@ -14,7 +14,7 @@ use crate::loss::{softmax, LossTarget};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::raw_columns::RawColumns;
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
+use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -71,7 +71,9 @@ fn boost(
     let base_score = loss.base_score(&target, &train_rows, &weight, outputs);
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
-    let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
+    // Histograms built row-wise read each row's derivatives packed with its
+    // count (`row_stats`), and only there; column-wise ones read them apart.
+    let (mut grad, mut hess) = if row_bins.is_some() { (Vec::new(), Vec::new()) } else { (vec![0.0; n], vec![0.0; n]) };
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let mut counts = vec![0.0; n];
     // Without subsampling every round grows on every training row: their counts stay 1.
@@ -133,12 +135,17 @@ fn boost(
         }
         let mut round_trees = Vec::with_capacity(outputs);
         for output in 0..outputs {
-            loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
-            let kernel_target = KernelTarget::Gradients { grad: &grad, hess: &hess };
-            let rowwise = row_bins.as_ref().map(|bins| {
-                fill_row_stats(&kernel_target, &counts, &counts, &mut row_stats);
-                RowWise { bins, stats: &row_stats }
-            });
+            let (kernel_target, rowwise) = match &row_bins {
+                Some(bins) => {
+                    let counts = &counts;
+                    loss.gradient_stats(&target, rows, &weight, &raw, &proba, output, outputs, counts, &mut row_stats);
+                    (KernelTarget::Packed { stats: &row_stats }, Some(RowWise { bins, stats: &row_stats }))
+                }
+                None => {
+                    loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    (KernelTarget::Gradients { grad: &grad, hess: &hess }, None)
+                }
+            };
             let grown = grow_tree(
                 &matrix,
                 rowwise,

@@ -4,6 +4,8 @@
 
 use rayon::prelude::*;
 
+use arbor_kernels::RowStats;
+
 use crate::Loss;
 
 /// Rows per parallel work unit of the per-row passes.
@@ -20,6 +22,64 @@ pub(crate) enum LossTarget<'a> {
     Values(&'a [f64]),
     /// Class index per row.
     Classes(&'a [u32]),
+}
+
+/// What one output's derivatives are taken from ([`Loss::gradients`]).
+struct RowDerivatives<'a> {
+    loss: Loss,
+    target: &'a LossTarget<'a>,
+    /// The rows to take them for, ascending.
+    rows: &'a [u32],
+    weight: &'a [f64],
+    raw: &'a [f64],
+    proba: &'a [f64],
+    output: usize,
+    outputs: usize,
+}
+
+impl RowDerivatives<'_> {
+    /// Writes the derivatives of the rows whose ids are `first..first +
+    /// grad.len()` to `grad` and `hess`, at `id - first`; other slots keep
+    /// their values.
+    fn chunk(&self, first: usize, grad: &mut [f64], hess: &mut [f64]) {
+        let RowDerivatives { loss, target, rows, weight, raw, proba, output, outputs } = *self;
+        let derivatives = |r: usize| {
+            let w = weight[r];
+            let (g, h) = match (loss, target) {
+                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
+                (Loss::Logistic, LossTarget::Classes(labels)) => {
+                    return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
+                }
+                (Loss::Softmax, LossTarget::Classes(labels)) => {
+                    let p = proba[r * outputs + output];
+                    let y = f64::from(labels[r] as usize == output);
+                    // K/(K-1) scales the diagonal hessian to the softmax's curvature.
+                    let factor = outputs as f64 / (outputs as f64 - 1.0);
+                    (p - y, factor * p * (1.0 - p))
+                }
+                _ => unreachable!("the loss was resolved for this target"),
+            };
+            (w * g, w * h.max(MIN_HESSIAN))
+        };
+        // Each chunk of row ids is written by one task, from the rows that fall in it.
+        debug_assert!(rows.is_sorted(), "training rows are kept in ascending order");
+        let lo = rows.partition_point(|&r| (r as usize) < first);
+        let hi = rows.partition_point(|&r| (r as usize) < first + grad.len());
+        // A chunk of consecutive logistic rows takes the vector kernel (same bits as the row function).
+        if let (Loss::Logistic, LossTarget::Classes(labels)) = (loss, target) {
+            if hi - lo == grad.len() {
+                let span = first..first + grad.len();
+                let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], &weight[span]);
+                arbor_kernels::logistic_derivatives_into(raw, labels, weight, MIN_HESSIAN, grad, hess);
+                return;
+            }
+        }
+        for &r in &rows[lo..hi] {
+            let (g, h) = derivatives(r as usize);
+            grad[r as usize - first] = g;
+            hess[r as usize - first] = h;
+        }
+    }
 }
 
 impl Loss {
@@ -64,47 +124,40 @@ impl Loss {
         grad: &mut [f64],
         hess: &mut [f64],
     ) {
-        let derivatives = |r: usize| {
-            let w = weight[r];
-            let (g, h) = match (self, target) {
-                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
-                (Loss::Logistic, LossTarget::Classes(labels)) => {
-                    return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
-                }
-                (Loss::Softmax, LossTarget::Classes(labels)) => {
-                    let p = proba[r * outputs + output];
-                    let y = f64::from(labels[r] as usize == output);
-                    // K/(K-1) scales the diagonal hessian to the softmax's curvature.
-                    let factor = outputs as f64 / (outputs as f64 - 1.0);
-                    (p - y, factor * p * (1.0 - p))
-                }
-                _ => unreachable!("the loss was resolved for this target"),
-            };
-            (w * g, w * h.max(MIN_HESSIAN))
-        };
-        // Each chunk of row ids is written by one task, from the rows that fall in it.
-        debug_assert!(rows.is_sorted(), "training rows are kept in ascending order");
-        grad.par_chunks_mut(PARALLEL_CHUNK).zip(hess.par_chunks_mut(PARALLEL_CHUNK)).enumerate().for_each(
-            |(k, (grad, hess))| {
-                let first = k * PARALLEL_CHUNK;
-                let lo = rows.partition_point(|&r| (r as usize) < first);
-                let hi = rows.partition_point(|&r| (r as usize) < first + grad.len());
-                // A chunk of consecutive logistic rows takes the vector kernel (same bits as the row function).
-                if let (Loss::Logistic, LossTarget::Classes(labels)) = (self, target) {
-                    if hi - lo == grad.len() {
-                        let span = first..first + grad.len();
-                        let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], &weight[span]);
-                        arbor_kernels::logistic_derivatives_into(raw, labels, weight, MIN_HESSIAN, grad, hess);
-                        return;
-                    }
-                }
-                for &r in &rows[lo..hi] {
-                    let (g, h) = derivatives(r as usize);
-                    grad[r as usize - first] = g;
-                    hess[r as usize - first] = h;
-                }
-            },
-        );
+        let rows = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
+        grad.par_chunks_mut(PARALLEL_CHUNK)
+            .zip(hess.par_chunks_mut(PARALLEL_CHUNK))
+            .enumerate()
+            .for_each(|(k, (grad, hess))| rows.chunk(k * PARALLEL_CHUNK, grad, hess));
+    }
+
+    /// The derivatives of [`Loss::gradients`] packed as the row-wise
+    /// histogram kernel reads them: `stats[r] = [counts[r], grad, hess, 0]`
+    /// for every row id (0 for the derivatives of rows not in `rows`), with
+    /// no gradient and hessian arrays besides.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gradient_stats(
+        self,
+        target: &LossTarget<'_>,
+        rows: &[u32],
+        weight: &[f64],
+        raw: &[f64],
+        proba: &[f64],
+        output: usize,
+        outputs: usize,
+        counts: &[f64],
+        stats: &mut Vec<RowStats>,
+    ) {
+        let rows = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
+        stats.resize(counts.len(), [0.0; 4]);
+        stats.par_chunks_mut(PARALLEL_CHUNK).enumerate().for_each(|(k, stats)| {
+            let first = k * PARALLEL_CHUNK;
+            let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
+            rows.chunk(first, &mut grad, &mut hess);
+            for (((s, &c), g), h) in stats.iter_mut().zip(&counts[first..]).zip(grad).zip(hess) {
+                *s = [c, g, h, 0.0];
+            }
+        });
     }
 
     /// Turns one row's raw scores into its prediction: the value, or class
@@ -214,6 +267,47 @@ mod tests {
         check(Loss::Squared, LossTarget::Values(&[1.5]), 1, vec![0.25]);
         check(Loss::Logistic, LossTarget::Classes(&[1]), 1, vec![0.3]);
         check(Loss::Softmax, LossTarget::Classes(&[2]), 3, vec![0.1, -0.4, 0.7]);
+    }
+
+    /// The packed derivatives are those of `gradients`, bit for bit, with
+    /// each row's count beside them, for every loss, over chunks taken whole
+    /// (the logistic vector kernel) and in part (a sample of the rows).
+    #[test]
+    fn packed_derivatives_are_the_gradients_with_their_counts() {
+        let n = 2 * PARALLEL_CHUNK + 123;
+        let labels: Vec<u32> = (0..n).map(|r| (r * 7 % 3) as u32).collect();
+        let binary: Vec<u32> = labels.iter().map(|&l| l % 2).collect();
+        let y: Vec<f64> = (0..n).map(|r| (r as f64 * 0.37).sin()).collect();
+        let weight: Vec<f64> = (0..n).map(|r| 0.5 + (r % 5) as f64 * 0.25).collect();
+        let counts: Vec<f64> = (0..n).map(|r| (r % 4) as f64).collect();
+        let every: Vec<u32> = (0..n as u32).collect();
+        let sample: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
+        let cases: [(Loss, LossTarget<'_>, usize); 3] = [
+            (Loss::Squared, LossTarget::Values(&y), 1),
+            (Loss::Logistic, LossTarget::Classes(&binary), 1),
+            (Loss::Softmax, LossTarget::Classes(&labels), 3),
+        ];
+        for (loss, target, outputs) in cases {
+            let raw: Vec<f64> = (0..n * outputs).map(|i| (i as f64 * 0.11).cos()).collect();
+            let mut proba = vec![0.0; n * outputs];
+            if outputs > 1 {
+                proba.chunks_mut(outputs).zip(raw.chunks(outputs)).for_each(|(p, r)| softmax(r, p));
+            }
+            for rows in [&every, &sample] {
+                for output in 0..outputs {
+                    let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
+                    loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    let mut stats = Vec::new();
+                    loss.gradient_stats(&target, rows, &weight, &raw, &proba, output, outputs, &counts, &mut stats);
+                    assert_eq!(stats.len(), n);
+                    for &r in rows.iter() {
+                        let r = r as usize;
+                        let expected = [counts[r], grad[r], hess[r], 0.0].map(f64::to_bits);
+                        assert_eq!(stats[r].map(f64::to_bits), expected, "{loss:?} output {output} row {r}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

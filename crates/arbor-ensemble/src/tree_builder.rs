@@ -860,7 +860,7 @@ fn impurity(stats: &[f64], target: &Target<'_>, criterion: Criterion, rows: &[u3
             let mean = stats[2] / w;
             rows.iter().map(|&r| weights[r as usize] * (y[r as usize] - mean).powi(2)).sum::<f64>() / w
         }
-        Target::Gradients { .. } => f64::INFINITY,
+        Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY,
     }
 }
 
@@ -870,7 +870,7 @@ fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f
         (Target::Classes { n_classes, .. }, _) => {
             values.extend(stats[..*n_classes].iter().map(|c| if w > 0.0 { c / w } else { 0.0 }));
         }
-        (Target::Gradients { .. }, Criterion::Newton { lambda }) => {
+        (Target::Gradients { .. } | Target::Packed { .. }, Criterion::Newton { lambda }) => {
             let h = stats[2] + lambda;
             values.push(if h > 0.0 { -stats[1] / h * scale } else { 0.0 });
         }

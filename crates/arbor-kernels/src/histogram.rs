@@ -28,6 +28,14 @@ pub enum Target<'a> {
         /// Hessian of each row (indexed by row id).
         hess: &'a [f64],
     },
+    /// Gradient boosting's rows as the row-wise kernel reads them: per row
+    /// id, its count, gradient and hessian (as in [`Target::Gradients`]) and
+    /// a zero. Boosting that builds histograms row-wise keeps only these, not
+    /// separate gradient and hessian arrays as well.
+    Packed {
+        /// `[count, gradient, hessian, 0]` of each row (indexed by row id).
+        stats: &'a [crate::RowStats],
+    },
 }
 
 impl Target<'_> {
@@ -49,6 +57,12 @@ impl Target<'_> {
                 cell[1] += grad[r];
                 cell[2] += hess[r];
             }
+            Target::Packed { stats } => {
+                let [count, grad, hess, _] = stats[r];
+                cell[0] += count;
+                cell[1] += grad;
+                cell[2] += hess;
+            }
         }
     }
 
@@ -69,6 +83,7 @@ impl Target<'_> {
             }
             Target::Values { y } => Some([counts[r], weights[r], weights[r] * y[r], 0.0]),
             Target::Gradients { grad, hess } => Some([counts[r], grad[r], hess[r], 0.0]),
+            Target::Packed { stats } => Some(stats[r]),
         }
     }
 
@@ -77,7 +92,7 @@ impl Target<'_> {
     pub fn stride(&self) -> usize {
         match self {
             Target::Classes { n_classes, .. } => n_classes + 1,
-            Target::Values { .. } | Target::Gradients { .. } => 3,
+            Target::Values { .. } | Target::Gradients { .. } | Target::Packed { .. } => 3,
         }
     }
 }
@@ -430,6 +445,20 @@ fn accumulate<B: Copy + Into<usize>>(
                 hist[base] += counts[r];
                 hist[base + 1] += grad[r];
                 hist[base + 2] += hess[r];
+            }
+        }
+        Target::Packed { stats } => {
+            for (i, &r) in rows.iter().enumerate() {
+                if let Some(a) = row_ahead(rows, i) {
+                    prefetch(bins, a);
+                    prefetch(stats, a);
+                }
+                let r = r as usize;
+                let base = bins[r].into() * 3;
+                let [count, grad, hess, _] = stats[r];
+                hist[base] += count;
+                hist[base + 1] += grad;
+                hist[base + 2] += hess;
             }
         }
     }

@@ -80,8 +80,9 @@ impl HistogramInput {
 }
 
 proptest! {
-    /// Packed row statistics (one four-lane add per row) give the histograms
-    /// of the per-array kernels to the bit, dense and compact, at every level.
+    /// Packed row statistics (one four-lane add per row, or boosting's
+    /// packed target) give the histograms of the per-array kernels to the
+    /// bit, dense and compact, at every level.
     #[test]
     fn packed_histograms_equal_unpacked_ones(
         cells in proptest::collection::vec((0u16..300, 0u32..3, -5.0..5.0f64, 0.0..3.0f64), 1..400),
@@ -115,6 +116,20 @@ proptest! {
         }
         prop_assert_eq!(compact_packed.bins(), compact.bins());
         prop_assert_eq!(bits(compact_packed.hist()), bits(compact.hist()));
+        // Boosting's packed target reads the same statistics from the packed rows.
+        if matches!(criterion, Criterion::Newton { .. }) {
+            let target = Target::Packed { stats: &stats };
+            let dense = same_at_every_level(|| {
+                let mut hist = vec![0.0; n_bins * stride];
+                build_histogram(column, &rows, w, &counts, &target, &mut hist);
+                bits(&hist)
+            })?;
+            prop_assert_eq!(dense, bits(&expected));
+            let mut compact_target = CompactHistogram::default();
+            compact_target.build(column, &rows, w, &counts, &target);
+            prop_assert_eq!(compact_target.bins(), compact.bins());
+            prop_assert_eq!(bits(compact_target.hist()), bits(compact.hist()));
+        }
     }
 
     /// Integer class counts give the compact histograms of the weighted
