@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use crate::dataset::TrainingData;
 use crate::forest::{model_features, normalized, tree_rng};
 use crate::label::Target;
-use crate::loss::{softmax, LossTarget};
+use crate::loss::{softmax, LossTarget, RowWeights};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::raw_columns::RawColumns;
 use crate::tree::Tree;
@@ -61,14 +61,14 @@ fn boost(
     // Every node scans every feature unless features are subsampled: rows are then read once per node.
     let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
     let n = data.n_rows();
-    let weight: Vec<f64> = data.weights.clone().unwrap_or_else(|| vec![1.0; n]);
+    let weight = RowWeights::of(data.weights.as_deref());
     let target = match &data.target {
         Target::Classes(labels) => LossTarget::Classes(labels),
         Target::Values(y) => LossTarget::Values(y),
     };
 
     let (train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
-    let base_score = loss.base_score(&target, &train_rows, &weight, outputs);
+    let base_score = loss.base_score(&target, &train_rows, weight, outputs);
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     // Histograms built row-wise read each row's derivatives packed with its
@@ -138,11 +138,11 @@ fn boost(
             let (kernel_target, rowwise) = match &row_bins {
                 Some(bins) => {
                     let counts = &counts;
-                    loss.gradient_stats(&target, rows, &weight, &raw, &proba, output, outputs, counts, &mut row_stats);
+                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, counts, &mut row_stats);
                     (KernelTarget::Packed { stats: &row_stats }, Some(RowWise { bins, stats: &row_stats }))
                 }
                 None => {
-                    loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    loss.gradients(&target, rows, weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
                     (KernelTarget::Gradients { grad: &grad, hess: &hess }, None)
                 }
             };
@@ -169,7 +169,7 @@ fn boost(
         }
         rounds_run = round + 1;
 
-        let valid_loss = (!valid_rows.is_empty()).then(|| loss.value(&target, &valid_rows, &weight, &raw, outputs));
+        let valid_loss = (!valid_rows.is_empty()).then(|| loss.value(&target, &valid_rows, weight, &raw, outputs));
         let mut stop = false;
         if let Some(v) = valid_loss {
             match best {
@@ -180,7 +180,7 @@ fn boost(
             stop = round - best_round >= bp.early_stopping_rounds;
         }
         let report_train = stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
-        let train_loss = report_train.then(|| loss.value(&target, &train_rows, &weight, &raw, outputs));
+        let train_loss = report_train.then(|| loss.value(&target, &train_rows, weight, &raw, outputs));
         on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss, valid_loss });
         if stop {
             break;

@@ -24,13 +24,51 @@ pub(crate) enum LossTarget<'a> {
     Classes(&'a [u32]),
 }
 
+/// The rows' sample weights as the losses read them: given per row, or all
+/// one, which needs no vector (a weight of one multiplies exactly, so both
+/// give the same bits).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RowWeights<'a> {
+    /// Every row weighs one.
+    Ones,
+    /// Row `r` weighs `w[r]`.
+    Given(&'a [f64]),
+}
+
+impl<'a> RowWeights<'a> {
+    /// The weights of `data`, if it has any.
+    pub(crate) fn of(weights: Option<&'a [f64]>) -> RowWeights<'a> {
+        weights.map_or(RowWeights::Ones, RowWeights::Given)
+    }
+
+    /// Row `r`'s weight.
+    #[inline(always)]
+    fn get(self, r: usize) -> f64 {
+        match self {
+            RowWeights::Ones => 1.0,
+            RowWeights::Given(w) => w[r],
+        }
+    }
+
+    /// The weights of rows `span` as a slice.
+    fn slice(self, span: std::ops::Range<usize>) -> &'a [f64] {
+        match self {
+            RowWeights::Ones => &ONES[..span.len()],
+            RowWeights::Given(w) => &w[span],
+        }
+    }
+}
+
+/// Weights of one for a chunk of rows that reads its weights as a slice.
+static ONES: [f64; PARALLEL_CHUNK] = [1.0; PARALLEL_CHUNK];
+
 /// What one output's derivatives are taken from ([`Loss::gradients`]).
 struct RowDerivatives<'a> {
     loss: Loss,
     target: &'a LossTarget<'a>,
     /// The rows to take them for, ascending.
     rows: &'a [u32],
-    weight: &'a [f64],
+    weight: RowWeights<'a>,
     raw: &'a [f64],
     proba: &'a [f64],
     output: usize,
@@ -44,7 +82,7 @@ impl RowDerivatives<'_> {
     fn chunk(&self, first: usize, grad: &mut [f64], hess: &mut [f64]) {
         let RowDerivatives { loss, target, rows, weight, raw, proba, output, outputs } = *self;
         let derivatives = |r: usize| {
-            let w = weight[r];
+            let w = weight.get(r);
             let (g, h) = match (loss, target) {
                 (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
                 (Loss::Logistic, LossTarget::Classes(labels)) => {
@@ -69,7 +107,7 @@ impl RowDerivatives<'_> {
         if let (Loss::Logistic, LossTarget::Classes(labels)) = (loss, target) {
             if hi - lo == grad.len() {
                 let span = first..first + grad.len();
-                let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], &weight[span]);
+                let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], weight.slice(span));
                 arbor_kernels::logistic_derivatives_into(raw, labels, weight, MIN_HESSIAN, grad, hess);
                 return;
             }
@@ -85,18 +123,24 @@ impl RowDerivatives<'_> {
 impl Loss {
     /// The raw score before any tree: the weighted mean for squared error,
     /// the log-odds of class 1 for logistic, log class priors for softmax.
-    pub(crate) fn base_score(self, target: &LossTarget<'_>, rows: &[u32], weight: &[f64], outputs: usize) -> Vec<f64> {
-        let total: f64 = rows.iter().map(|&r| weight[r as usize]).sum();
+    pub(crate) fn base_score(
+        self,
+        target: &LossTarget<'_>,
+        rows: &[u32],
+        weight: RowWeights<'_>,
+        outputs: usize,
+    ) -> Vec<f64> {
+        let total: f64 = rows.iter().map(|&r| weight.get(r as usize)).sum();
         match (self, target) {
             (Loss::Squared, LossTarget::Values(y)) => {
-                let sum: f64 = rows.iter().map(|&r| weight[r as usize] * y[r as usize]).sum();
+                let sum: f64 = rows.iter().map(|&r| weight.get(r as usize) * y[r as usize]).sum();
                 vec![sum / total]
             }
             (_, LossTarget::Classes(labels)) => {
                 let n_classes = if self == Loss::Logistic { 2 } else { outputs };
                 let mut share = vec![0.0; n_classes];
                 for &r in rows {
-                    share[labels[r as usize] as usize] += weight[r as usize];
+                    share[labels[r as usize] as usize] += weight.get(r as usize);
                 }
                 let p: Vec<f64> = share.iter().map(|s| (s / total).clamp(EPS, 1.0 - EPS)).collect();
                 match self {
@@ -116,7 +160,7 @@ impl Loss {
         self,
         target: &LossTarget<'_>,
         rows: &[u32],
-        weight: &[f64],
+        weight: RowWeights<'_>,
         raw: &[f64],
         proba: &[f64],
         output: usize,
@@ -140,7 +184,7 @@ impl Loss {
         self,
         target: &LossTarget<'_>,
         rows: &[u32],
-        weight: &[f64],
+        weight: RowWeights<'_>,
         raw: &[f64],
         proba: &[f64],
         output: usize,
@@ -180,7 +224,7 @@ impl Loss {
         self,
         target: &LossTarget<'_>,
         rows: &[u32],
-        weight: &[f64],
+        weight: RowWeights<'_>,
         raw: &[f64],
         outputs: usize,
     ) -> f64 {
@@ -199,8 +243,8 @@ impl Loss {
                     }
                     _ => unreachable!("the loss was resolved for this target"),
                 };
-                total += weight[r] * loss;
-                weight_sum += weight[r];
+                total += weight.get(r) * loss;
+                weight_sum += weight.get(r);
             }
             (total, weight_sum)
         };
@@ -248,12 +292,12 @@ mod tests {
                 let mut proba = vec![0.0; outputs.max(2)];
                 loss.link(&raw, &mut proba);
                 let (mut g, mut h) = ([0.0], [0.0]);
-                loss.gradients(&target, &rows, &w, &raw, &proba, k, outputs, &mut g, &mut h);
+                loss.gradients(&target, &rows, RowWeights::Given(&w), &raw, &proba, k, outputs, &mut g, &mut h);
                 let eps = 1e-5;
                 let at = |d: f64| {
                     let mut r = raw.clone();
                     r[k] += d;
-                    loss.value(&target, &rows, &w, &r, outputs)
+                    loss.value(&target, &rows, RowWeights::Given(&w), &r, outputs)
                 };
                 // squared error's value is (f - y)², so its gradient is half the derivative
                 let scale = if loss == Loss::Squared { 0.5 } else { 1.0 };
@@ -295,10 +339,11 @@ mod tests {
             }
             for rows in [&every, &sample] {
                 for output in 0..outputs {
+                    let weight = RowWeights::Given(&weight);
                     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
-                    loss.gradients(&target, rows, &weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    loss.gradients(&target, rows, weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
                     let mut stats = Vec::new();
-                    loss.gradient_stats(&target, rows, &weight, &raw, &proba, output, outputs, &counts, &mut stats);
+                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &counts, &mut stats);
                     assert_eq!(stats.len(), n);
                     for &r in rows.iter() {
                         let r = r as usize;
@@ -310,15 +355,58 @@ mod tests {
         }
     }
 
+    /// Rows without weights give the bits of rows all weighing one: base
+    /// scores, derivatives (row by row and whole logistic chunks) and loss
+    /// values, with no vector of ones held.
+    #[test]
+    fn unweighted_rows_are_rows_weighing_one() {
+        let n = PARALLEL_CHUNK + 77;
+        let labels: Vec<u32> = (0..n).map(|r| (r * 5 % 3) as u32).collect();
+        let binary: Vec<u32> = labels.iter().map(|&l| l % 2).collect();
+        let y: Vec<f64> = (0..n).map(|r| (r as f64 * 0.29).cos()).collect();
+        let ones = vec![1.0; n];
+        let every: Vec<u32> = (0..n as u32).collect();
+        let sample: Vec<u32> = (0..n as u32).filter(|r| r % 4 != 0).collect();
+        let cases: [(Loss, LossTarget<'_>, usize); 3] = [
+            (Loss::Squared, LossTarget::Values(&y), 1),
+            (Loss::Logistic, LossTarget::Classes(&binary), 1),
+            (Loss::Softmax, LossTarget::Classes(&labels), 3),
+        ];
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (loss, target, outputs) in cases {
+            let raw: Vec<f64> = (0..n * outputs).map(|i| (i as f64 * 0.13).sin()).collect();
+            let mut proba = vec![0.0; n * outputs];
+            if outputs > 1 {
+                proba.chunks_mut(outputs).zip(raw.chunks(outputs)).for_each(|(p, r)| softmax(r, p));
+            }
+            for rows in [&every, &sample] {
+                let given = RowWeights::Given(&ones);
+                let base = |w| bits(&loss.base_score(&target, rows, w, outputs));
+                assert_eq!(base(RowWeights::Ones), base(given), "{loss:?} base score");
+                let value = |w| loss.value(&target, rows, w, &raw, outputs).to_bits();
+                assert_eq!(value(RowWeights::Ones), value(given), "{loss:?} loss value");
+                for output in 0..outputs {
+                    let derivatives = |w| {
+                        let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
+                        loss.gradients(&target, rows, w, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                        (bits(&grad), bits(&hess))
+                    };
+                    assert_eq!(derivatives(RowWeights::Ones), derivatives(given), "{loss:?} output {output}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn base_scores_are_the_optimal_constants() {
         let rows: Vec<u32> = (0..4).collect();
         let w = [1.0; 4];
-        let mean = Loss::Squared.base_score(&LossTarget::Values(&[1.0, 2.0, 3.0, 6.0]), &rows, &w, 1);
+        let mean =
+            Loss::Squared.base_score(&LossTarget::Values(&[1.0, 2.0, 3.0, 6.0]), &rows, RowWeights::Given(&w), 1);
         assert_eq!(mean, vec![3.0]);
-        let log_odds = Loss::Logistic.base_score(&LossTarget::Classes(&[0, 1, 1, 1]), &rows, &w, 1);
+        let log_odds = Loss::Logistic.base_score(&LossTarget::Classes(&[0, 1, 1, 1]), &rows, RowWeights::Given(&w), 1);
         assert!((log_odds[0] - 3f64.ln()).abs() < 1e-12);
-        let priors = Loss::Softmax.base_score(&LossTarget::Classes(&[0, 1, 2, 2]), &rows, &w, 3);
+        let priors = Loss::Softmax.base_score(&LossTarget::Classes(&[0, 1, 2, 2]), &rows, RowWeights::Given(&w), 3);
         let mut p = [0.0; 3];
         softmax(&priors, &mut p);
         assert!((p[2] - 0.5).abs() < 1e-12 && (p[0] - 0.25).abs() < 1e-12);
