@@ -72,13 +72,15 @@ fn boost(
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     // Histograms built row-wise read each row's derivatives packed with its
-    // count (`row_stats`), and only there; column-wise ones read them apart.
-    let (mut grad, mut hess) = if row_bins.is_some() { (Vec::new(), Vec::new()) } else { (vec![0.0; n], vec![0.0; n]) };
+    // count (`row_stats`: 1 for the rows of the tree, 0 for the others), and
+    // only there; column-wise ones read them apart, with the counts.
+    let column_wise = row_bins.is_none();
+    let per_row = |value: f64| if column_wise { vec![value; n] } else { Vec::new() };
+    let (mut grad, mut hess, mut counts) = (per_row(0.0), per_row(0.0), per_row(0.0));
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
-    let mut counts = vec![0.0; n];
     // Without subsampling every round grows on every training row: their counts stay 1.
     let subsample = n_sampled < train_rows.len();
-    if !subsample {
+    if !subsample && column_wise {
         train_rows.iter().for_each(|&r| counts[r as usize] = 1.0);
     }
     // Rows outside the trees (held out, not sampled) walk them: on their raw
@@ -124,8 +126,10 @@ fn boost(
         let sampled;
         let rows: &[u32] = if subsample {
             sampled = sample_rows(&train_rows, n_sampled, &mut rng);
-            counts.iter_mut().for_each(|c| *c = 0.0);
-            sampled.iter().for_each(|&r| counts[r as usize] = 1.0);
+            if column_wise {
+                counts.iter_mut().for_each(|c| *c = 0.0);
+                sampled.iter().for_each(|&r| counts[r as usize] = 1.0);
+            }
             &sampled
         } else {
             &train_rows
@@ -137,8 +141,7 @@ fn boost(
         for output in 0..outputs {
             let (kernel_target, rowwise) = match &row_bins {
                 Some(bins) => {
-                    let counts = &counts;
-                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, counts, &mut row_stats);
+                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &mut row_stats);
                     (KernelTarget::Packed { stats: &row_stats }, Some(RowWise { bins, stats: &row_stats }))
                 }
                 None => {
@@ -146,6 +149,8 @@ fn boost(
                     (KernelTarget::Gradients { grad: &grad, hess: &hess }, None)
                 }
             };
+            // Row-wise, the packed target carries the counts and the grower
+            // reads no weights or counts apart: `counts` is empty then.
             let grown = grow_tree(
                 &matrix,
                 rowwise,
@@ -164,7 +169,7 @@ fn boost(
         }
         // Scores move only after every output's gradients are taken at the round's start.
         for (output, grown) in round_trees {
-            add_tree_outputs(&mut raw, outputs, output, &grown, &counts, &row_value);
+            add_tree_outputs(&mut raw, outputs, output, &grown, rows, &row_value);
             trees.push(grown.tree);
         }
         rounds_run = round + 1;
@@ -212,16 +217,16 @@ fn boost(
 const SCORE_CHUNK: usize = 16384;
 
 /// Adds a grown tree's output to every row's raw score (column `output` of
-/// `outputs`): the rows it grew on from their leaves, the others (not
-/// sampled, held out; `counts` 0) by walking the tree. Chunks of row ids are
-/// updated in parallel, each by one task; every score gets exactly one add,
-/// so the result does not depend on the threads.
+/// `outputs`): the rows it grew on (`grown_on`, ascending) from their leaves,
+/// the others (not sampled, held out) by walking the tree. Chunks of row ids
+/// are updated in parallel, each by one task; every score gets exactly one
+/// add, so the result does not depend on the threads.
 fn add_tree_outputs(
     raw: &mut [f64],
     outputs: usize,
     output: usize,
     grown: &GrownTree,
-    counts: &[f64],
+    grown_on: &[u32],
     row_value: &(impl Fn(usize, usize) -> f64 + Sync),
 ) {
     raw.par_chunks_mut(SCORE_CHUNK * outputs).enumerate().for_each(|(k, chunk)| {
@@ -237,7 +242,14 @@ fn add_tree_outputs(
                 chunk[(r as usize - first) * outputs + output] += value;
             }
         }
-        for r in (first..end).filter(|&r| counts[r] == 0.0) {
+        // The chunk's rows the tree did not grow on: those between its grown rows.
+        let lo = grown_on.partition_point(|&r| (r as usize) < first);
+        let hi = lo + grown_on[lo..].partition_point(|&r| (r as usize) < end);
+        let mut grown_rows = grown_on[lo..hi].iter().map(|&r| r as usize).peekable();
+        for r in first..end {
+            if grown_rows.next_if_eq(&r).is_some() {
+                continue;
+            }
             let value = grown.tree.values[grown.tree.leaf(|f| row_value(f, r))];
             chunk[(r - first) * outputs + output] += value;
         }

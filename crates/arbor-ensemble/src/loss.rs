@@ -176,9 +176,10 @@ impl Loss {
     }
 
     /// The derivatives of [`Loss::gradients`] packed as the row-wise
-    /// histogram kernel reads them: `stats[r] = [counts[r], grad, hess, 0]`
-    /// for every row id (0 for the derivatives of rows not in `rows`), with
-    /// no gradient and hessian arrays besides.
+    /// histogram kernel reads them, with each row's count in the tree:
+    /// `stats[r] = [1, grad, hess, 0]` for the rows in `rows`, zeros for the
+    /// others, over every row id of `raw`. No gradient, hessian or count
+    /// arrays besides.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn gradient_stats(
         self,
@@ -189,17 +190,21 @@ impl Loss {
         proba: &[f64],
         output: usize,
         outputs: usize,
-        counts: &[f64],
         stats: &mut Vec<RowStats>,
     ) {
-        let rows = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
-        stats.resize(counts.len(), [0.0; 4]);
+        let derivatives = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
+        stats.resize(raw.len() / outputs, [0.0; 4]);
         stats.par_chunks_mut(PARALLEL_CHUNK).enumerate().for_each(|(k, stats)| {
             let first = k * PARALLEL_CHUNK;
             let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
-            rows.chunk(first, &mut grad, &mut hess);
-            for (((s, &c), g), h) in stats.iter_mut().zip(&counts[first..]).zip(grad).zip(hess) {
-                *s = [c, g, h, 0.0];
+            derivatives.chunk(first, &mut grad, &mut hess);
+            for ((s, g), h) in stats.iter_mut().zip(grad).zip(hess) {
+                *s = [0.0, g, h, 0.0];
+            }
+            let lo = rows.partition_point(|&r| (r as usize) < first);
+            let hi = lo + rows[lo..].partition_point(|&r| (r as usize) < first + stats.len());
+            for &r in &rows[lo..hi] {
+                stats[r as usize - first][0] = 1.0;
             }
         });
     }
@@ -313,9 +318,10 @@ mod tests {
         check(Loss::Softmax, LossTarget::Classes(&[2]), 3, vec![0.1, -0.4, 0.7]);
     }
 
-    /// The packed derivatives are those of `gradients`, bit for bit, with
-    /// each row's count beside them, for every loss, over chunks taken whole
-    /// (the logistic vector kernel) and in part (a sample of the rows).
+    /// The packed derivatives are those of `gradients`, bit for bit, with a
+    /// count of one beside them, and the rows outside `rows` are all zeros,
+    /// for every loss, over chunks taken whole (the logistic vector kernel)
+    /// and in part (a sample of the rows).
     #[test]
     fn packed_derivatives_are_the_gradients_with_their_counts() {
         let n = 2 * PARALLEL_CHUNK + 123;
@@ -323,7 +329,6 @@ mod tests {
         let binary: Vec<u32> = labels.iter().map(|&l| l % 2).collect();
         let y: Vec<f64> = (0..n).map(|r| (r as f64 * 0.37).sin()).collect();
         let weight: Vec<f64> = (0..n).map(|r| 0.5 + (r % 5) as f64 * 0.25).collect();
-        let counts: Vec<f64> = (0..n).map(|r| (r % 4) as f64).collect();
         let every: Vec<u32> = (0..n as u32).collect();
         let sample: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
         let cases: [(Loss, LossTarget<'_>, usize); 3] = [
@@ -343,12 +348,15 @@ mod tests {
                     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
                     loss.gradients(&target, rows, weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
                     let mut stats = Vec::new();
-                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &counts, &mut stats);
+                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &mut stats);
                     assert_eq!(stats.len(), n);
-                    for &r in rows.iter() {
-                        let r = r as usize;
-                        let expected = [counts[r], grad[r], hess[r], 0.0].map(f64::to_bits);
-                        assert_eq!(stats[r].map(f64::to_bits), expected, "{loss:?} output {output} row {r}");
+                    let mut grown_on = rows.iter().map(|&r| r as usize).peekable();
+                    for (r, s) in stats.iter().enumerate() {
+                        let expected = match grown_on.next_if_eq(&r) {
+                            Some(_) => [1.0, grad[r], hess[r], 0.0],
+                            None => [0.0; 4],
+                        };
+                        assert_eq!(s.map(f64::to_bits), expected.map(f64::to_bits), "{loss:?} output {output} row {r}");
                     }
                 }
             }
