@@ -139,13 +139,14 @@ fn boost(
         }
         let mut round_trees = Vec::with_capacity(outputs);
         for output in 0..outputs {
+            let derivatives = loss.derivatives(&target, rows, weight, &raw, &proba, output, outputs);
             let (kernel_target, rowwise) = match &row_bins {
                 Some(bins) => {
-                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &mut row_stats);
+                    derivatives.write_packed(&mut row_stats);
                     (KernelTarget::Packed { stats: &row_stats }, Some(RowWise { bins, stats: &row_stats }))
                 }
                 None => {
-                    loss.gradients(&target, rows, weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    derivatives.write(&mut grad, &mut hess);
                     (KernelTarget::Gradients { grad: &grad, hess: &hess }, None)
                 }
             };

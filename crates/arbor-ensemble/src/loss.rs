@@ -62,8 +62,10 @@ impl<'a> RowWeights<'a> {
 /// Weights of one for a chunk of rows that reads its weights as a slice.
 static ONES: [f64; PARALLEL_CHUNK] = [1.0; PARALLEL_CHUNK];
 
-/// What one output's derivatives are taken from ([`Loss::gradients`]).
-struct RowDerivatives<'a> {
+/// One output's derivatives over a round's rows ([`Loss::derivatives`]),
+/// written as separate arrays ([`Derivatives::write`]) or packed for the
+/// row-wise kernel ([`Derivatives::write_packed`]).
+pub(crate) struct Derivatives<'a> {
     loss: Loss,
     target: &'a LossTarget<'a>,
     /// The rows to take them for, ascending.
@@ -75,12 +77,41 @@ struct RowDerivatives<'a> {
     outputs: usize,
 }
 
-impl RowDerivatives<'_> {
+impl<'a> Derivatives<'a> {
+    /// Writes `grad[r]`, `hess[r]` for each row `r` of the rows (other slots
+    /// keep their values).
+    pub(crate) fn write(&self, grad: &mut [f64], hess: &mut [f64]) {
+        grad.par_chunks_mut(PARALLEL_CHUNK).zip(hess.par_chunks_mut(PARALLEL_CHUNK)).enumerate().for_each(
+            |(k, (grad, hess))| {
+                self.chunk(k * PARALLEL_CHUNK, grad, hess);
+            },
+        );
+    }
+
+    /// The derivatives packed as the row-wise histogram kernel reads them,
+    /// with each row's count in the tree, over every row id of the scores:
+    /// `stats[r] = [1, grad, hess, 0]` for the rows, zeros for the others.
+    /// No gradient, hessian or count arrays besides.
+    pub(crate) fn write_packed(&self, stats: &mut Vec<RowStats>) {
+        stats.resize(self.raw.len() / self.outputs, [0.0; 4]);
+        stats.par_chunks_mut(PARALLEL_CHUNK).enumerate().for_each(|(k, stats)| {
+            let first = k * PARALLEL_CHUNK;
+            let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
+            let rows = self.chunk(first, &mut grad, &mut hess);
+            for ((s, g), h) in stats.iter_mut().zip(grad).zip(hess) {
+                *s = [0.0, g, h, 0.0];
+            }
+            for &r in rows {
+                stats[r as usize - first][0] = 1.0;
+            }
+        });
+    }
+
     /// Writes the derivatives of the rows whose ids are `first..first +
-    /// grad.len()` to `grad` and `hess`, at `id - first`; other slots keep
-    /// their values.
-    fn chunk(&self, first: usize, grad: &mut [f64], hess: &mut [f64]) {
-        let RowDerivatives { loss, target, rows, weight, raw, proba, output, outputs } = *self;
+    /// grad.len()` to `grad` and `hess`, at `id - first` (other slots keep
+    /// their values); returns those rows.
+    fn chunk(&self, first: usize, grad: &mut [f64], hess: &mut [f64]) -> &'a [u32] {
+        let Derivatives { loss, target, rows, weight, raw, proba, output, outputs } = *self;
         let derivatives = |r: usize| {
             let w = weight.get(r);
             let (g, h) = match (loss, target) {
@@ -102,21 +133,23 @@ impl RowDerivatives<'_> {
         // Each chunk of row ids is written by one task, from the rows that fall in it.
         debug_assert!(rows.is_sorted(), "training rows are kept in ascending order");
         let lo = rows.partition_point(|&r| (r as usize) < first);
-        let hi = rows.partition_point(|&r| (r as usize) < first + grad.len());
+        let hi = lo + rows[lo..].partition_point(|&r| (r as usize) < first + grad.len());
+        let rows = &rows[lo..hi];
         // A chunk of consecutive logistic rows takes the vector kernel (same bits as the row function).
         if let (Loss::Logistic, LossTarget::Classes(labels)) = (loss, target) {
-            if hi - lo == grad.len() {
+            if rows.len() == grad.len() {
                 let span = first..first + grad.len();
                 let (raw, labels, weight) = (&raw[span.clone()], &labels[span.clone()], weight.slice(span));
                 arbor_kernels::logistic_derivatives_into(raw, labels, weight, MIN_HESSIAN, grad, hess);
-                return;
+                return rows;
             }
         }
-        for &r in &rows[lo..hi] {
+        for &r in rows {
             let (g, h) = derivatives(r as usize);
             grad[r as usize - first] = g;
             hess[r as usize - first] = h;
         }
+        rows
     }
 }
 
@@ -152,61 +185,21 @@ impl Loss {
         }
     }
 
-    /// Writes `grad[r]`, `hess[r]` of output `output` for each row in `rows`
-    /// (ascending), times the row's weight, from raw scores (`outputs` per row) and, for
-    /// softmax, the row's class probabilities in `proba`.
+    /// The derivatives of output `output` for each row in `rows`
+    /// (ascending), times the row's weight, from raw scores (`outputs` per
+    /// row) and, for softmax, the row's class probabilities in `proba`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gradients(
+    pub(crate) fn derivatives<'a>(
         self,
-        target: &LossTarget<'_>,
-        rows: &[u32],
-        weight: RowWeights<'_>,
-        raw: &[f64],
-        proba: &[f64],
+        target: &'a LossTarget<'a>,
+        rows: &'a [u32],
+        weight: RowWeights<'a>,
+        raw: &'a [f64],
+        proba: &'a [f64],
         output: usize,
         outputs: usize,
-        grad: &mut [f64],
-        hess: &mut [f64],
-    ) {
-        let rows = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
-        grad.par_chunks_mut(PARALLEL_CHUNK)
-            .zip(hess.par_chunks_mut(PARALLEL_CHUNK))
-            .enumerate()
-            .for_each(|(k, (grad, hess))| rows.chunk(k * PARALLEL_CHUNK, grad, hess));
-    }
-
-    /// The derivatives of [`Loss::gradients`] packed as the row-wise
-    /// histogram kernel reads them, with each row's count in the tree:
-    /// `stats[r] = [1, grad, hess, 0]` for the rows in `rows`, zeros for the
-    /// others, over every row id of `raw`. No gradient, hessian or count
-    /// arrays besides.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn gradient_stats(
-        self,
-        target: &LossTarget<'_>,
-        rows: &[u32],
-        weight: RowWeights<'_>,
-        raw: &[f64],
-        proba: &[f64],
-        output: usize,
-        outputs: usize,
-        stats: &mut Vec<RowStats>,
-    ) {
-        let derivatives = RowDerivatives { loss: self, target, rows, weight, raw, proba, output, outputs };
-        stats.resize(raw.len() / outputs, [0.0; 4]);
-        stats.par_chunks_mut(PARALLEL_CHUNK).enumerate().for_each(|(k, stats)| {
-            let first = k * PARALLEL_CHUNK;
-            let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
-            derivatives.chunk(first, &mut grad, &mut hess);
-            for ((s, g), h) in stats.iter_mut().zip(grad).zip(hess) {
-                *s = [0.0, g, h, 0.0];
-            }
-            let lo = rows.partition_point(|&r| (r as usize) < first);
-            let hi = lo + rows[lo..].partition_point(|&r| (r as usize) < first + stats.len());
-            for &r in &rows[lo..hi] {
-                stats[r as usize - first][0] = 1.0;
-            }
-        });
+    ) -> Derivatives<'a> {
+        Derivatives { loss: self, target, rows, weight, raw, proba, output, outputs }
     }
 
     /// Turns one row's raw scores into its prediction: the value, or class
@@ -297,7 +290,7 @@ mod tests {
                 let mut proba = vec![0.0; outputs.max(2)];
                 loss.link(&raw, &mut proba);
                 let (mut g, mut h) = ([0.0], [0.0]);
-                loss.gradients(&target, &rows, RowWeights::Given(&w), &raw, &proba, k, outputs, &mut g, &mut h);
+                loss.derivatives(&target, &rows, RowWeights::Given(&w), &raw, &proba, k, outputs).write(&mut g, &mut h);
                 let eps = 1e-5;
                 let at = |d: f64| {
                     let mut r = raw.clone();
@@ -318,7 +311,7 @@ mod tests {
         check(Loss::Softmax, LossTarget::Classes(&[2]), 3, vec![0.1, -0.4, 0.7]);
     }
 
-    /// The packed derivatives are those of `gradients`, bit for bit, with a
+    /// The packed derivatives are those of `Derivatives::write`, bit for bit, with a
     /// count of one beside them, and the rows outside `rows` are all zeros,
     /// for every loss, over chunks taken whole (the logistic vector kernel)
     /// and in part (a sample of the rows).
@@ -345,10 +338,11 @@ mod tests {
             for rows in [&every, &sample] {
                 for output in 0..outputs {
                     let weight = RowWeights::Given(&weight);
+                    let derivatives = loss.derivatives(&target, rows, weight, &raw, &proba, output, outputs);
                     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
-                    loss.gradients(&target, rows, weight, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                    derivatives.write(&mut grad, &mut hess);
                     let mut stats = Vec::new();
-                    loss.gradient_stats(&target, rows, weight, &raw, &proba, output, outputs, &mut stats);
+                    derivatives.write_packed(&mut stats);
                     assert_eq!(stats.len(), n);
                     let mut grown_on = rows.iter().map(|&r| r as usize).peekable();
                     for (r, s) in stats.iter().enumerate() {
@@ -396,7 +390,7 @@ mod tests {
                 for output in 0..outputs {
                     let derivatives = |w| {
                         let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
-                        loss.gradients(&target, rows, w, &raw, &proba, output, outputs, &mut grad, &mut hess);
+                        loss.derivatives(&target, rows, w, &raw, &proba, output, outputs).write(&mut grad, &mut hess);
                         (bits(&grad), bits(&hess))
                     };
                     assert_eq!(derivatives(RowWeights::Ones), derivatives(given), "{loss:?} output {output}");
