@@ -199,7 +199,7 @@ pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &Bin
             arbor_quantize::FeatureColumn::Numeric(values) => {
                 let mapper = matrix.mapper(f);
                 let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); mapper.n_bins()];
-                for v in values.to_f64().into_iter().filter(|v| !v.is_nan()) {
+                for v in (0..values.len()).map(|i| values.get(i)).filter(|v| !v.is_nan()) {
                     let r = &mut ranges[mapper.bin_value(v) as usize];
                     *r = (r.0.min(v), r.1.max(v));
                 }

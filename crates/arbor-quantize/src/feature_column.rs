@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use foldhash::fast::FixedState;
 
-use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
 use serde::{Deserialize, Serialize};
@@ -163,15 +163,22 @@ impl FeatureColumn {
 
 /// Appends a numeric or boolean array to `out` as `f64`, nulls as NaN.
 pub(crate) fn append_f64(name: &str, array: &ArrayRef, out: &mut Vec<f64>) -> Result<(), QuantizeError> {
-    let floats =
-        cast(array, &DataType::Float64).map_err(|source| QuantizeError::Arrow { column: name.to_owned(), source })?;
-    let floats = floats.as_primitive::<Float64Type>();
+    extend_f64(to_f64(name, array)?.as_primitive::<Float64Type>(), out);
+    Ok(())
+}
+
+/// Casts a numeric or boolean array to `Float64`.
+pub(crate) fn to_f64(name: &str, array: &ArrayRef) -> Result<ArrayRef, QuantizeError> {
+    cast(array, &DataType::Float64).map_err(|source| QuantizeError::Arrow { column: name.to_owned(), source })
+}
+
+/// Appends `floats` to `out`, nulls as NaN.
+pub(crate) fn extend_f64(floats: &Float64Array, out: &mut Vec<f64>) {
     if floats.null_count() == 0 {
         out.extend_from_slice(floats.values());
     } else {
         out.extend(floats.iter().map(|v| v.unwrap_or(f64::NAN)));
     }
-    Ok(())
 }
 
 /// Casts a string or dictionary array to plain `Utf8`.

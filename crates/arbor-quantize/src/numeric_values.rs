@@ -4,9 +4,9 @@
 //! the same `f64` values either way, so the bins and the model do not change.
 
 use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float32Type, Float64Type};
 
+use crate::feature_column::{extend_f64, to_f64};
 use crate::QuantizeError;
 
 /// A float type training values are held in; every value widens to `f64` exactly.
@@ -90,7 +90,6 @@ impl NumericValues {
     /// Appends a numeric or boolean array, nulls as NaN, widening the held
     /// values to `f64` the first time one is not exactly an `f32`.
     pub(crate) fn append(&mut self, name: &str, array: &ArrayRef) -> Result<(), QuantizeError> {
-        let arrow = |source| QuantizeError::Arrow { column: name.to_owned(), source };
         if *array.data_type() == DataType::Float32 {
             let floats = array.as_primitive::<Float32Type>();
             let read = |i: usize| if floats.is_null(i) { f32::NAN } else { floats.value(i) };
@@ -101,7 +100,7 @@ impl NumericValues {
             }
             return Ok(());
         }
-        let floats = cast(array, &DataType::Float64).map_err(arrow)?;
+        let floats = to_f64(name, array)?;
         let floats = floats.as_primitive::<Float64Type>();
         let read = |i: usize| if floats.is_null(i) { f64::NAN } else { floats.value(i) };
         let exact = |v: f64| v.is_nan() || f64::from(v as f32) == v;
@@ -113,11 +112,7 @@ impl NumericValues {
             *self = NumericValues::F64(out.iter().map(|&v| f64::from(v)).collect());
         }
         let NumericValues::F64(out) = self else { unreachable!("widened above") };
-        if floats.null_count() == 0 {
-            out.extend_from_slice(floats.values());
-        } else {
-            out.extend((0..floats.len()).map(read));
-        }
+        extend_f64(floats, out);
         Ok(())
     }
 }
