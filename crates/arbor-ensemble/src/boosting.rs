@@ -39,6 +39,8 @@ pub fn train_boosting_owned(
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     let columns = std::mem::take(&mut data.columns);
+    // Boosting reports nothing per input row, so it needs no way back to input order.
+    data.input_row = Vec::new();
     boost(&data, RawColumns::Owned(columns), params, on_progress)
 }
 
@@ -56,10 +58,8 @@ fn boost(
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
     let n_features = columns.get().len();
     let features_per_node = bp.features_per_node(n_features)?;
-    let matrix = BinnedMatrix::fit(columns.get(), &bp.quantize_params());
+    let mut matrix = BinnedMatrix::fit(columns.get(), &bp.quantize_params());
     let ranges = bp.exact.then(|| bin_ranges(columns.get(), &matrix));
-    // Every node scans every feature unless features are subsampled: rows are then read once per node.
-    let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
     let n = data.n_rows();
     let weight = RowWeights::of(data.weights.as_deref());
     let target = match &data.target {
@@ -68,6 +68,26 @@ fn boost(
     };
 
     let (train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
+    let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
+    let subsample = n_sampled < train_rows.len();
+    // Rows outside the trees (held out, not sampled) walk them: on their raw
+    // values, or on their bins' stand-ins once owned columns are freed.
+    // Freed before the per-row state below is allocated.
+    let walked = subsample || !valid_rows.is_empty();
+    let stand_ins = match &columns {
+        RawColumns::Owned(owned) if walked => bin_values(owned, &matrix, ranges.as_ref()),
+        _ => None,
+    };
+    if !walked || stand_ins.is_some() {
+        columns.free();
+    }
+    // Every node scans every feature unless features are subsampled: rows are
+    // then read once per node, from a row-major copy of the bins, and the
+    // trees read nothing else, so the columns need not stay.
+    let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
+    if row_bins.is_some() {
+        matrix.release_columns();
+    }
     let base_score = loss.base_score(&target, &train_rows, weight, outputs);
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
@@ -77,24 +97,16 @@ fn boost(
     let column_wise = row_bins.is_none();
     let per_row = |value: f64| if column_wise { vec![value; n] } else { Vec::new() };
     let (mut grad, mut hess, mut counts) = (per_row(0.0), per_row(0.0), per_row(0.0));
-    let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     // Without subsampling every round grows on every training row: their counts stay 1.
-    let subsample = n_sampled < train_rows.len();
     if !subsample && column_wise {
         train_rows.iter().for_each(|&r| counts[r as usize] = 1.0);
     }
-    // Rows outside the trees (held out, not sampled) walk them: on their raw
-    // values, or on their bins' stand-ins once owned columns are freed.
-    let walked = subsample || !valid_rows.is_empty();
-    let stand_ins = match &columns {
-        RawColumns::Owned(owned) if walked => bin_values(owned, &matrix, ranges.as_ref()),
-        _ => None,
+    let bin = |f: usize, r: usize| match &row_bins {
+        Some(bins) => u16::from(bins.get(r, f)),
+        None => matrix.column(f).get(r),
     };
-    if !walked || stand_ins.is_some() {
-        columns.free();
-    }
     let row_value = |f: usize, r: usize| match &stand_ins {
-        Some(values) => values[f][usize::from(matrix.column(f).get(r))],
+        Some(values) => values[f][usize::from(bin(f, r))],
         None => columns.get()[f].raw_value(r),
     };
     let mut row_stats = Vec::new();

@@ -32,52 +32,57 @@ const DIRECT_SPAN: usize = 1 << 16;
 /// the values as training reads them, so rows that tie look the same to
 /// training; they keep their input order, and the result is one total order
 /// whatever the thread count.
+///
+/// A column's place in the packed keys depends only on the columns before
+/// it, so the columns are ranked a thread's worth at a time and packed as
+/// they come: the ranks of every column are never held at once.
 pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
     let n = keys.first().map_or(0, |k| k.len());
-    let ranked: Vec<(Ranks, u32)> = keys.par_iter().map(|k| ranks(*k)).collect();
-    // Each column takes the bits of its highest rank, in the first word it
-    // fits in whole; columns of one value (all ranks 0) take none.
-    let mut words: Vec<Vec<(&Ranks, u32)>> = vec![Vec::new()]; // per word: (ranks, shift)
-    let mut used = 0;
-    for (ranks, top) in &ranked {
-        let bits = u32::BITS - top.leading_zeros();
-        if bits == 0 {
-            continue;
+    let mut head = vec![0u128; n];
+    let mut layout = KeyLayout::default();
+    // Columns past the first two words: (column, word, shift), ranked again if ever needed.
+    let mut tail_columns = Vec::new();
+    let threads = rayon::current_num_threads().max(1);
+    for (chunk, columns) in keys.chunks(threads).enumerate() {
+        let ranked: Vec<(Ranks, u32)> = columns.par_iter().map(|k| ranks(*k)).collect();
+        for (i, (ranks, top)) in ranked.iter().enumerate() {
+            match layout.place(*top) {
+                None => {}
+                Some((word @ 0..=1, shift)) => {
+                    let shift = shift + if word == 0 { 64 } else { 0 };
+                    head.par_iter_mut().enumerate().for_each(|(r, k)| *k |= u128::from(ranks.get(r)) << shift);
+                }
+                Some((word, shift)) => tail_columns.push((chunk * threads + i, word, shift)),
+            }
         }
-        if used + bits > u64::BITS {
-            words.push(Vec::new());
-            used = 0;
-        }
-        used += bits;
-        words.last_mut().expect("one word at least").push((ranks, u64::BITS - used));
     }
-    let word = |w: usize, r: usize| {
-        words.get(w).map_or(0, |columns| columns.iter().fold(0, |acc, (ranks, shift)| acc | ranks.get(r) << shift))
-    };
-    let head = |r: usize| (u128::from(word(0, r)) << 64) | u128::from(word(1, r));
 
     // When the keys take at most two words and leave room below them for a
     // row's position, one 16-byte integer per row carries both: sorting
     // them is sorting by keys, then position.
-    let free_bits = if words.len() == 1 { 64 + u64::BITS - used } else { u64::BITS - used };
     let row_bits = usize::BITS - n.saturating_sub(1).leading_zeros();
-    if words.len() <= 2 && row_bits <= free_bits {
-        let mut keyed: Vec<u128> = (0..n).into_par_iter().map(|r| head(r) | r as u128).collect();
-        drop(ranked);
-        keyed.par_sort_unstable();
+    if layout.words <= 2 && row_bits <= layout.free_bits() {
+        head.par_iter_mut().enumerate().for_each(|(r, k)| *k |= r as u128);
+        head.par_sort_unstable();
         let row_mask = (1u128 << row_bits) - 1;
-        return keyed.iter().map(|&k| (k & row_mask) as u32).collect();
+        return head.iter().map(|&k| (k & row_mask) as u32).collect();
     }
 
     // Sort by the first two words and the input position; then rows whose
     // first two words tie are sorted again by the rest (rare: over 128 bits of keys).
-    let mut keyed: Vec<(u128, u32)> = (0..n).into_par_iter().map(|r| (head(r), r as u32)).collect();
+    let mut keyed: Vec<(u128, u32)> = head.iter().enumerate().map(|(r, &k)| (k, r as u32)).collect();
+    drop(head);
     keyed.par_sort_unstable();
     let mut order: Vec<u32> = keyed.iter().map(|&(_, r)| r).collect();
-    let n_tail = words.len().saturating_sub(2);
+    let n_tail = layout.words.saturating_sub(2);
     if n_tail > 0 {
-        let tail: Vec<u64> =
-            (0..n).into_par_iter().flat_map_iter(|r| (2..words.len()).map(move |w| word(w, r))).collect();
+        let mut tail = vec![0u64; n * n_tail];
+        for &(column, word, shift) in &tail_columns {
+            let (ranks, _) = ranks(keys[column]);
+            for (r, words) in tail.chunks_exact_mut(n_tail).enumerate() {
+                words[word - 2] |= ranks.get(r) << shift;
+            }
+        }
         let tail = |r: u32| &tail[r as usize * n_tail..(r as usize + 1) * n_tail];
         let mut start = 0;
         while start < n {
@@ -87,6 +92,48 @@ pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
         }
     }
     order
+}
+
+/// Where the packed keys put each column: the bits of its highest rank, in
+/// the first 64-bit word it fits in whole, highest bits first; columns of one
+/// value (all ranks 0) take none.
+#[derive(Debug)]
+struct KeyLayout {
+    /// Words begun.
+    words: usize,
+    /// Bits taken in the last one.
+    used: u32,
+}
+
+impl Default for KeyLayout {
+    fn default() -> Self {
+        KeyLayout { words: 1, used: 0 }
+    }
+}
+
+impl KeyLayout {
+    /// The next column's word and shift, given its highest rank.
+    fn place(&mut self, top: u32) -> Option<(usize, u32)> {
+        let bits = u32::BITS - top.leading_zeros();
+        if bits == 0 {
+            return None;
+        }
+        if self.used + bits > u64::BITS {
+            self.words += 1;
+            self.used = 0;
+        }
+        self.used += bits;
+        Some((self.words - 1, u64::BITS - self.used))
+    }
+
+    /// Bits below the keys in the first two words.
+    fn free_bits(&self) -> u32 {
+        if self.words == 1 {
+            2 * u64::BITS - self.used
+        } else {
+            u64::BITS - self.used
+        }
+    }
 }
 
 impl SortKey<'_> {
@@ -119,31 +166,59 @@ impl Ranks {
 /// Per row, a rank that orders rows as the column's values do (equal values,
 /// equal ranks; missing lowest); and the highest rank given.
 fn ranks(key: SortKey<'_>) -> (Ranks, u32) {
-    let with_top = |ranks: Vec<u32>| {
-        let top = ranks.iter().copied().max().unwrap_or(0);
-        match u16::try_from(top) {
-            Ok(_) => (Ranks::Narrow(ranks.into_iter().map(|r| r as u16).collect()), top),
-            Err(_) => (Ranks::Wide(ranks), top),
-        }
-    };
     match key {
-        SortKey::Classes(classes) => with_top(classes.to_vec()),
+        SortKey::Classes(classes) => {
+            let top = classes.iter().copied().max().unwrap_or(0);
+            (Ranks::map(top, classes, |&c| c), top)
+        }
         SortKey::Bins(bins) => (Ranks::Narrow(bins.to_vec()), bins.iter().copied().max().map_or(0, u32::from)),
-        SortKey::Numbers(values) => with_top(number_ranks(values)),
-        SortKey::Floats(values) => with_top(number_ranks(values)),
+        SortKey::Numbers(values) => number_ranks(values),
+        SortKey::Floats(values) => number_ranks(values),
+    }
+}
+
+impl Ranks {
+    /// `n` zero ranks, two bytes each when `top` fits in them.
+    fn zeros(top: u32, n: usize) -> Ranks {
+        match u16::try_from(top) {
+            Ok(_) => Ranks::Narrow(vec![0; n]),
+            Err(_) => Ranks::Wide(vec![0; n]),
+        }
+    }
+
+    /// Each of `items`' rank (at most `top`), two bytes each when it fits.
+    fn map<X: Sync>(top: u32, items: &[X], rank: impl Fn(&X) -> u32 + Sync) -> Ranks {
+        match u16::try_from(top) {
+            Ok(_) => Ranks::Narrow(items.iter().map(|x| rank(x) as u16).collect()),
+            Err(_) => Ranks::Wide(items.iter().map(rank).collect()),
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, r: usize, rank: u32) {
+        match self {
+            Ranks::Narrow(ranks) => ranks[r] = rank as u16,
+            Ranks::Wide(ranks) => ranks[r] = rank,
+        }
     }
 }
 
 /// Ranks of numbers: 1 + the offset from the minimum when every value is an
-/// integer in a narrow span, else 1 + the position among the distinct values; 0 for NaN.
-fn number_ranks<T: Number>(values: &[T]) -> Vec<u32> {
+/// integer in a narrow span, else 1 + the position among the distinct values;
+/// 0 for NaN. With the highest rank they may take.
+fn number_ranks<T: Number>(values: &[T]) -> (Ranks, u32) {
     let wide = |v: T| -> f64 { v.into() };
-    if let Some((min, _)) = integer_span(values, DIRECT_SPAN.max(4 * values.len())) {
-        return values
-            .iter()
-            .map(|&v| wide(v))
-            .map(|v| if v.is_nan() { 0 } else { offset(v, min) as u32 + 1 })
-            .collect();
+    if let Some((min, span)) = integer_span(values, DIRECT_SPAN.max(4 * values.len())) {
+        let top = span as u32 + 1;
+        let rank = |&v: &T| {
+            let v = wide(v);
+            if v.is_nan() {
+                0
+            } else {
+                offset(v, min) as u32 + 1
+            }
+        };
+        return (Ranks::map(top, values, rank), top);
     }
     // Otherwise sort: bit patterns flipped so unsigned order is the numbers'
     // order (-0 made +0 first, as the two are equal).
@@ -163,15 +238,16 @@ fn number_ranks<T: Number>(values: &[T]) -> Vec<u32> {
         .map(|(r, v)| (ordered(v), r as u32))
         .collect();
     sorted.par_sort_unstable();
-    let mut ranks = vec![0u32; values.len()];
+    let top = sorted.chunk_by(|a, b| a.0 == b.0).count() as u32;
+    let mut ranks = Ranks::zeros(top, values.len());
     let mut rank = 0;
     for (i, &(key, r)) in sorted.iter().enumerate() {
         if i == 0 || key != sorted[i - 1].0 {
             rank += 1;
         }
-        ranks[r as usize] = rank;
+        ranks.set(r as usize, rank);
     }
-    ranks
+    (ranks, top)
 }
 
 #[cfg(test)]
@@ -264,10 +340,19 @@ mod tests {
 
     #[test]
     fn integers_rank_by_offset_and_others_by_position() {
-        assert_eq!(number_ranks(&[3.0, f64::NAN, -2.0, 3.0]), vec![6, 0, 1, 6]);
-        assert_eq!(number_ranks(&[0.5, f64::NAN, -2.0, 0.5, 1e300]), vec![2, 0, 1, 2, 3]);
-        assert_eq!(number_ranks(&[-0.0, 0.0, 0.5, -0.0]), vec![1, 1, 2, 1]);
-        assert_eq!(number_ranks(&[-0.0, 0.0, 1.0]), vec![1, 1, 2]);
+        let ranks = |values: &[f64]| {
+            let (ranks, top) = number_ranks(values);
+            let ranks: Vec<u64> = (0..values.len()).map(|r| ranks.get(r)).collect();
+            assert!(ranks.iter().all(|&r| r <= u64::from(top)), "{ranks:?} at most {top}");
+            ranks
+        };
+        assert_eq!(ranks(&[3.0, f64::NAN, -2.0, 3.0]), vec![6, 0, 1, 6]);
+        assert_eq!(ranks(&[0.5, f64::NAN, -2.0, 0.5, 1e300]), vec![2, 0, 1, 2, 3]);
+        assert_eq!(ranks(&[-0.0, 0.0, 0.5, -0.0]), vec![1, 1, 2, 1]);
+        assert_eq!(ranks(&[-0.0, 0.0, 1.0]), vec![1, 1, 2]);
+        // Ranks past two bytes are held four bytes wide.
+        let many: Vec<f64> = (0..70_000).map(|i| f64::from(i) + 0.5).collect();
+        assert!(matches!(number_ranks(&many), (Ranks::Wide(_), 70_000)));
     }
 
     /// Over 128 bits of keys whose first 128 tie: the rest decides.

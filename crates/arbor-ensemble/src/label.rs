@@ -147,17 +147,9 @@ pub fn read_label(name: &str, arrays: &[ArrayRef], task: Task) -> Result<(LabelI
         }
         Task::Classification => {
             let (classes, index) = if data_type.is_signed_integer() {
-                let mut values = Vec::new();
-                for a in arrays {
-                    values.extend_from_slice(cast(a, &DataType::Int64)?.as_primitive::<Int64Type>().values());
-                }
-                index_classes(values, Classes::Int)
+                index_integer_classes::<Int64Type>(arrays, Classes::Int)?
             } else if data_type.is_unsigned_integer() {
-                let mut values = Vec::new();
-                for a in arrays {
-                    values.extend_from_slice(cast(a, &DataType::UInt64)?.as_primitive::<UInt64Type>().values());
-                }
-                index_classes(values, Classes::UInt)
+                index_integer_classes::<UInt64Type>(arrays, Classes::UInt)?
             } else if data_type == DataType::Boolean {
                 let values: Vec<bool> =
                     arrays.iter().flat_map(|a| a.as_boolean().values().iter().collect::<Vec<_>>()).collect();
@@ -183,6 +175,29 @@ pub fn read_label(name: &str, arrays: &[ArrayRef], task: Task) -> Result<(LabelI
             Ok((info(Some(classes)), Target::Classes(index)))
         }
     }
+}
+
+/// [`index_classes`] for integer labels, widened one array at a time: the
+/// label is never held whole at 8 bytes a row, only as its class indexes.
+fn index_integer_classes<T: arrow::datatypes::ArrowPrimitiveType>(
+    arrays: &[ArrayRef],
+    wrap: fn(Vec<T::Native>) -> Classes,
+) -> Result<(Classes, Vec<u32>)>
+where
+    T::Native: Ord + std::hash::Hash,
+{
+    let widened = |a: &ArrayRef| cast(a, &T::DATA_TYPE);
+    let mut distinct = BTreeSet::new();
+    for a in arrays {
+        distinct.extend(widened(a)?.as_primitive::<T>().values().iter().copied());
+    }
+    let distinct: Vec<T::Native> = distinct.into_iter().collect();
+    let position: HashMap<T::Native, u32> = distinct.iter().enumerate().map(|(i, &v)| (v, i as u32)).collect();
+    let mut index = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+    for a in arrays {
+        index.extend(widened(a)?.as_primitive::<T>().values().iter().map(|v| position[v]));
+    }
+    Ok((wrap(distinct), index))
 }
 
 fn index_classes<T: Ord + Clone + std::hash::Hash>(values: Vec<T>, wrap: fn(Vec<T>) -> Classes) -> (Classes, Vec<u32>) {

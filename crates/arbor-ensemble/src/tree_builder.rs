@@ -10,9 +10,9 @@
 
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
-    occupied_bins, partition_records, partition_rows, random_split, record_bin_range, CompactHistogram, CountKey,
-    Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints,
-    SplitRule, Stats, Target, MAX_RECORD_WIDTH,
+    occupied_bins, partition_records, partition_row_bins, partition_rows, random_split, record_bin_range,
+    CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords, RowStats,
+    SplitCandidate, SplitConstraints, SplitRule, Stats, Target, MAX_RECORD_WIDTH,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -250,6 +250,8 @@ pub(crate) fn grow_tree(
     });
     // Their rows as records in node order, when every feature's bins fit a byte.
     let records = keys.as_deref().and_then(|keys| RowRecords::new(matrix, &rows, keys));
+    // One buffer for every partition of the rows, lent in pieces as they are.
+    let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
         matrix,
         target,
@@ -271,8 +273,7 @@ pub(crate) fn grow_tree(
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
         record_sums: RecordSums::default(),
-        scratch: Vec::new(),
-        second_scratch: Vec::new(),
+        scratch: &mut scratch,
         perm: (0..n_features).collect(),
         gains: Vec::new(),
         nodes: vec![Node::Leaf { value: 0 }],
@@ -331,9 +332,9 @@ struct Grower<'a, 't, R> {
     compact: CompactHistogram,
     /// The drawn features' class sums of a large node, summed in one pass over its records.
     record_sums: RecordSums,
-    scratch: Vec<u32>,
-    /// The second half's, when a large node is partitioned in two.
-    second_scratch: Vec<u32>,
+    /// Room for the right side of a partition of `rows`, as long as them:
+    /// one buffer per tree, split between subtrees grown apart as their rows are.
+    scratch: &'a mut [u32],
     perm: Vec<usize>,
     /// Each split's feature and gain, in the order of the splits.
     gains: Vec<(usize, f64)>,
@@ -374,17 +375,20 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// one's nodes, then the right's.
     fn grow_apart(&mut self, left: Pending, right: Pending) {
         let rows = std::mem::take(&mut self.rows);
+        let scratch = std::mem::take(&mut self.scratch);
         let (l_rows, r_rows) = rows[left.start..right.end].split_at_mut(left.end - left.start);
-        let (mut l, mut r) = (self.subtree(l_rows), self.subtree(r_rows));
+        let (l_scratch, r_scratch) = scratch[left.start..right.end].split_at_mut(left.end - left.start);
+        let (mut l, mut r) = (self.subtree(l_rows, l_scratch), self.subtree(r_rows, r_scratch));
         let (l_at, r_at) = ((left.node, left.start), (right.node, right.start));
         rayon::join(|| l.depth_first(left.rebased()), || r.depth_first(right.rebased()));
         self.adopt(l, l_at);
         self.adopt(r, r_at);
         self.rows = rows;
+        self.scratch = scratch;
     }
 
     /// An empty grower for a subtree over `rows`.
-    fn subtree<'s>(&self, rows: &'s mut [u32]) -> Grower<'s, 't, R>
+    fn subtree<'s>(&self, rows: &'s mut [u32], scratch: &'s mut [u32]) -> Grower<'s, 't, R>
     where
         'a: 's,
     {
@@ -409,8 +413,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             hist: Vec::new(),
             compact: CompactHistogram::default(),
             record_sums: RecordSums::default(),
-            scratch: Vec::new(),
-            second_scratch: Vec::new(),
+            scratch,
             perm: Vec::new(),
             gains: Vec::new(),
             nodes: vec![Node::Leaf { value: 0 }],
@@ -743,18 +746,21 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             records[left_first * width..(half + left_second) * width].rotate_left((half - left_first) * width);
             return left_first + left_second;
         }
-        let column = self.matrix.column(f);
+        // Row-major bins when the histograms read them: the columns may be released.
+        let (matrix, rowwise) = (self.matrix, self.rowwise);
+        let part = |rows: &mut [u32], scratch: &mut [u32]| match rowwise {
+            Some(rowwise) => partition_row_bins(rows, rowwise.bins, f, rule, scratch),
+            None => partition_rows(rows, matrix.column(f), rule, scratch),
+        };
+        let scratch = &mut self.scratch[range.clone()];
         let rows = &mut self.rows[range];
         if rows.len() < 2 * PARALLEL_ROWS {
-            return partition_rows(rows, column, rule, &mut self.scratch);
+            return part(rows, scratch);
         }
         let half = rows.len() / 2;
         let (first, second) = rows.split_at_mut(half);
-        let (scratch, second_scratch) = (&mut self.scratch, &mut self.second_scratch);
-        let (left_first, left_second) = rayon::join(
-            || partition_rows(first, column, rule, scratch),
-            || partition_rows(second, column, rule, second_scratch),
-        );
+        let (scratch, second_scratch) = scratch.split_at_mut(half);
+        let (left_first, left_second) = rayon::join(|| part(first, scratch), || part(second, second_scratch));
         rows[left_first..half + left_second].rotate_left(half - left_first);
         left_first + left_second
     }
@@ -774,9 +780,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 (u16::from(last_left), record_bin_range(records.records(right), width, f).1.map(u16::from))
             }
             None => {
-                let column = self.matrix.column(f);
-                let last_left = self.rows[left].iter().map(|&r| column.get(r as usize)).max().unwrap_or(0);
-                (last_left, self.rows[right].iter().map(|&r| column.get(r as usize)).filter(|&b| b > 0).min())
+                let bin = |r: &u32| self.bin(f, *r as usize);
+                let last_left = self.rows[left].iter().map(bin).max().unwrap_or(0);
+                (last_left, self.rows[right].iter().map(bin).filter(|&b| b > 0).min())
             }
         };
         match first_right {
@@ -784,6 +790,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 cart_midpoint(ranges[last_left as usize].1, ranges[first_right as usize].0)
             }
             _ => mapper.threshold(bin),
+        }
+    }
+
+    /// Row `r`'s bin of feature `f`, from the row-major bins when the
+    /// histograms are built from them (the columns may be released then).
+    fn bin(&self, f: usize, r: usize) -> u16 {
+        match self.rowwise {
+            Some(rowwise) => u16::from(rowwise.bins.get(r, f)),
+            None => self.matrix.column(f).get(r),
         }
     }
 

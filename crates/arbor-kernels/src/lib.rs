@@ -36,7 +36,7 @@ mod traversal;
 pub use count_histogram::{count_keys, CountKey, RecordSums, MAX_COUNT_CLASSES};
 pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
-pub use partition::partition_rows;
+pub use partition::{partition_row_bins, partition_rows};
 pub use random_split::{random_split, NodeRows, RandomSplit};
 pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
 pub use row_histogram::{build_row_histograms, RowBins, RowStats};

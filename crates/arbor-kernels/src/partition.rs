@@ -8,16 +8,62 @@ use crate::SplitRule;
 /// Reorders `rows` so rows that `rule` sends left (by their bin in
 /// `column`) come first, both sides keeping their order; returns how many
 /// went left. A threshold is tested by comparison, with no per-bin table to
-/// build. `scratch` is reused between calls to avoid allocation.
-pub fn partition_rows(rows: &mut [u32], column: &BinColumn, rule: &SplitRule, scratch: &mut Vec<u32>) -> usize {
+/// build. `scratch`, at least as long as `rows` (a shorter one panics), holds
+/// the right side on its way: callers lend one buffer to every node.
+pub fn partition_rows(rows: &mut [u32], column: &BinColumn, rule: &SplitRule, scratch: &mut [u32]) -> usize {
     crate::dispatch::run(PartitionKernel { rows, column, rule, scratch })
+}
+
+/// [`partition_rows`] reading each row's bin of feature `f` from row-major
+/// bins: the same order and count as over that feature's column.
+pub fn partition_row_bins(
+    rows: &mut [u32],
+    bins: &crate::RowBins,
+    f: usize,
+    rule: &SplitRule,
+    scratch: &mut [u32],
+) -> usize {
+    crate::dispatch::run(RowBinsPartition { rows, bins, f, rule, scratch })
+}
+
+struct RowBinsPartition<'a> {
+    rows: &'a mut [u32],
+    bins: &'a crate::RowBins,
+    f: usize,
+    rule: &'a SplitRule,
+    scratch: &'a mut [u32],
+}
+
+impl WithSimd for RowBinsPartition<'_> {
+    type Output = usize;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, _simd: S) -> usize {
+        let RowBinsPartition { rows, bins, f, rule, scratch } = self;
+        assert!(
+            scratch.len() >= rows.len(),
+            "partition_row_bins: scratch of {} for {} rows",
+            scratch.len(),
+            rows.len()
+        );
+        let (width, all) = (bins.n_features(), bins.bins());
+        assert!(f < width, "feature {f} of {width}");
+        let bin = |r: u32| usize::from(all[r as usize * width + f]);
+        match rule {
+            SplitRule::Threshold { bin: last, missing_left } => {
+                let test = threshold_test(*last, *missing_left);
+                partition_by(rows, |&r| test(bin(r)), scratch)
+            }
+            SplitRule::Categories { goes_left } => partition_by(rows, |&r| goes_left[bin(r)], scratch),
+        }
+    }
 }
 
 struct PartitionKernel<'a> {
     rows: &'a mut [u32],
     column: &'a BinColumn,
     rule: &'a SplitRule,
-    scratch: &'a mut Vec<u32>,
+    scratch: &'a mut [u32],
 }
 
 impl WithSimd for PartitionKernel<'_> {
@@ -58,12 +104,9 @@ fn partition<B: Copy + Into<usize>>(
     rows: &mut [u32],
     bins: &[B],
     goes_left: impl Fn(usize) -> bool,
-    scratch: &mut Vec<u32>,
+    scratch: &mut [u32],
 ) -> usize {
-    // Grown, never cleared: every slot read back is written first.
-    if scratch.len() < rows.len() {
-        scratch.resize(rows.len(), 0);
-    }
+    assert!(scratch.len() >= rows.len(), "partition_rows: scratch of {} for {} rows", scratch.len(), rows.len());
     partition_by(rows, |&r| goes_left(bins[r as usize].into()), scratch)
 }
 
@@ -102,7 +145,7 @@ mod tests {
         let column = BinColumn::U8(vec![0, 1, 2, 1, 0, 2]);
         let mut rows = vec![5, 4, 3, 2, 1, 0];
         let rule = SplitRule::Categories { goes_left: vec![true, false, true] };
-        let n = partition_rows(&mut rows, &column, &rule, &mut Vec::new());
+        let n = partition_rows(&mut rows, &column, &rule, &mut [0; 6]);
         assert_eq!(n, 4);
         assert_eq!(rows, vec![5, 4, 2, 0, 3, 1]);
     }
@@ -116,9 +159,46 @@ mod tests {
             let table = SplitRule::Categories { goes_left: rule.goes_left(300) };
             let mut by_rule: Vec<u32> = (0..600).collect();
             let mut by_table = by_rule.clone();
-            let n = partition_rows(&mut by_rule, &column, &rule, &mut Vec::new());
-            assert_eq!(n, partition_rows(&mut by_table, &column, &table, &mut Vec::new()));
+            let n = partition_rows(&mut by_rule, &column, &rule, &mut [0; 600]);
+            assert_eq!(n, partition_rows(&mut by_table, &column, &table, &mut [0; 600]));
             assert_eq!(by_rule, by_table, "bin {bin}, missing left {missing_left}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Over row-major bins, any subset of rows in any order partitions
+        /// as it does over each feature's column: the same rows left, in the
+        /// same order, for thresholds (missing left or right) and category sets.
+        #[test]
+        fn row_bins_partition_as_columns(
+            values in proptest::collection::vec(proptest::collection::vec(-3i32..40, 1..200), 3),
+            picks in proptest::collection::vec(proptest::prelude::any::<u16>(), 0..300),
+            last in 0u16..50,
+            missing_left in proptest::prelude::any::<bool>(),
+            left_set in proptest::prelude::any::<u64>(),
+        ) {
+            use arbor_quantize::{BinnedMatrix, FeatureColumn, QuantizeParams};
+            let n = values.iter().map(Vec::len).min().unwrap_or(0);
+            // Negative values are missing, so bin 0 occurs.
+            let columns: Vec<FeatureColumn> = values
+                .iter()
+                .map(|v| FeatureColumn::Numeric(v[..n].iter().map(|&x| if x < 0 { f64::NAN } else { f64::from(x) }).collect::<Vec<_>>().into()))
+                .collect();
+            let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 16, min_bin_size: 1 });
+            let bins = crate::RowBins::new(&matrix).expect("at most 256 bins");
+            let rows: Vec<u32> = picks.iter().map(|&p| u32::from(p) % n as u32).collect();
+            for f in 0..3 {
+                let n_bins = matrix.mapper(f).n_bins();
+                for rule in [
+                    SplitRule::Threshold { bin: last % n_bins as u16, missing_left },
+                    SplitRule::Categories { goes_left: (0..n_bins).map(|b| left_set >> (b % 64) & 1 == 1).collect() },
+                ] {
+                    let (mut by_column, mut by_row) = (rows.clone(), rows.clone());
+                    let left = partition_rows(&mut by_column, matrix.column(f), &rule, &mut vec![0; rows.len()]);
+                    proptest::prop_assert_eq!(partition_row_bins(&mut by_row, &bins, f, &rule, &mut vec![0; rows.len()]), left);
+                    proptest::prop_assert_eq!(&by_row, &by_column);
+                }
+            }
         }
     }
 }

@@ -48,6 +48,17 @@ impl RowBins {
         self.n_features
     }
 
+    /// The bin of row `row` in feature `f`.
+    #[inline]
+    pub fn get(&self, row: usize, f: usize) -> u8 {
+        self.bins[row * self.n_features + f]
+    }
+
+    /// Every row's bins, one row after another.
+    pub fn bins(&self) -> &[u8] {
+        &self.bins
+    }
+
     /// Where each feature's bins start in an all-features histogram (`n_features + 1` entries).
     pub fn offsets(&self) -> &[u32] {
         &self.offsets

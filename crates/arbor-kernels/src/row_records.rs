@@ -164,7 +164,7 @@ mod tests {
             SplitRule::Categories { goes_left: (0..matrix.mapper(2).n_bins()).map(|b| b % 3 == 1).collect() },
         ] {
             let mut by_rows = rows.clone();
-            let n_left = partition_rows(&mut by_rows, matrix.column(2), &rule, &mut Vec::new());
+            let n_left = partition_rows(&mut by_rows, matrix.column(2), &rule, &mut vec![0; rows.len()]);
             let mut moved = records.clone();
             let all = 0..rows.len();
             assert_eq!(partition_records(moved.records_mut(all.clone()), 16, 2, &rule, &mut Vec::new()), n_left);

@@ -204,7 +204,7 @@ proptest! {
             None => SplitRule::Categories { goes_left },
         };
         let mut by_rows = rows.clone();
-        let n_left = partition_rows(&mut by_rows, &input.column, &rule, &mut Vec::new());
+        let n_left = partition_rows(&mut by_rows, &input.column, &rule, &mut vec![0; rows.len()]);
         let moved = same_at_every_level(|| {
             let mut moved = records.clone();
             (partition_records(&mut moved, width, f, &rule, &mut Vec::new()), moved)
@@ -341,7 +341,7 @@ proptest! {
         let column = BinColumn::U8(bins);
         same_at_every_level(|| {
             let mut rows = rows.clone();
-            let n_left = partition_rows(&mut rows, &column, &rule, &mut Vec::new());
+            let n_left = { let mut scratch = vec![0; rows.len()]; partition_rows(&mut rows, &column, &rule, &mut scratch) };
             (n_left, rows)
         })?;
     }

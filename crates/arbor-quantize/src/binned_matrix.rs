@@ -85,12 +85,22 @@ impl BinnedMatrix {
 
     /// Number of features.
     pub fn n_features(&self) -> usize {
-        self.columns.len()
+        self.mappers.len()
     }
 
-    /// The codes of feature `f`.
+    /// The codes of feature `f` (empty once [`BinnedMatrix::release_columns`] ran).
     pub fn column(&self, f: usize) -> &BinColumn {
         &self.columns[f]
+    }
+
+    /// Frees every column's codes, keeping the mappers and the shape: for
+    /// training that reads the bins from a copy in another layout (boosting's
+    /// row-major bins), so they are not held twice. Any later read of a
+    /// column's codes panics (out of bounds) rather than reading wrong bins.
+    pub fn release_columns(&mut self) {
+        for column in &mut self.columns {
+            *column = BinColumn::U8(Vec::new());
+        }
     }
 
     /// The mapper of feature `f`.

@@ -83,31 +83,44 @@ impl FeatureColumn {
                 // Codes in order of first appearance, then renumbered so
                 // categories are sorted and the coding is deterministic.
                 // A fixed-seed fast hash: the coding does not depend on it.
-                let mut first_seen: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
-                let mut seen_codes: Vec<Option<u32>> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+                let mut first_seen: HashMap<&str, u16, FixedState> = HashMap::with_hasher(FixedState::default());
+                // Each row's 1 + code (0 for missing), renumbered in place below:
+                // two bytes a row, the column's final width.
+                let mut bins: Vec<u16> = Vec::with_capacity(arrays.iter().map(|a| a.len()).sum());
+                let max = u16::MAX as usize - 1;
+                let mut more = std::collections::HashSet::<&str, FixedState>::with_hasher(FixedState::default());
                 for s in &strings {
                     for v in s.as_string::<i32>().iter() {
-                        seen_codes.push(v.map(|v| {
-                            let next = first_seen.len() as u32;
-                            *first_seen.entry(v).or_insert(next)
+                        bins.push(v.map_or(0, |v| {
+                            let next = first_seen.len();
+                            if next < max {
+                                *first_seen.entry(v).or_insert(next as u16 + 1)
+                            } else {
+                                // Past the limit: only counted, for the error.
+                                if !first_seen.contains_key(v) {
+                                    more.insert(v);
+                                }
+                                first_seen.get(v).copied().unwrap_or(0)
+                            }
                         }));
                     }
                 }
-                if first_seen.len() > u16::MAX as usize - 1 {
+                if !more.is_empty() {
                     return Err(QuantizeError::TooManyCategories {
                         column: name.to_owned(),
-                        count: first_seen.len(),
-                        max: u16::MAX as usize - 1,
+                        count: first_seen.len() + more.len(),
+                        max,
                     });
                 }
-                let mut by_name: Vec<(&str, u32)> = first_seen.into_iter().collect();
+                let mut by_name: Vec<(&str, u16)> = first_seen.into_iter().collect();
                 by_name.sort_unstable();
-                let mut sorted_bin = vec![0u16; by_name.len()];
+                // Index 0 (missing) stays the missing bin.
+                let mut sorted_bin = vec![MISSING_BIN; by_name.len() + 1];
                 for (rank, &(_, code)) in by_name.iter().enumerate() {
-                    sorted_bin[code as usize] = rank as u16 + 1;
+                    sorted_bin[usize::from(code)] = rank as u16 + 1;
                 }
                 let categories: Vec<String> = by_name.iter().map(|(c, _)| (*c).to_owned()).collect();
-                let bins = seen_codes.into_iter().map(|c| c.map_or(MISSING_BIN, |c| sorted_bin[c as usize])).collect();
+                bins.iter_mut().for_each(|b| *b = sorted_bin[usize::from(*b)]);
                 Ok(FeatureColumn::Categorical { bins, categories })
             }
             None => Err(QuantizeError::UnsupportedType { column: name.to_owned(), data_type }),
@@ -212,6 +225,24 @@ mod tests {
         assert_eq!(
             (0..3).map(|r| gathered.raw_value(r)).map(|v| v.to_bits()).collect::<Vec<_>>(),
             [3.0f64.to_bits(), f64::NAN.to_bits(), 1.0f64.to_bits()]
+        );
+    }
+
+    /// A column may hold 65,534 categories (each bin and the missing one fit
+    /// two bytes); past that the error names the column and counts them all.
+    #[test]
+    fn categories_fit_two_byte_bins_or_are_refused() {
+        let names =
+            |n: usize| -> ArrayRef { Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("c{i:06}")))) };
+        let most = u16::MAX as usize - 1;
+        let column = FeatureColumn::from_arrays("city", &[names(most), names(3)]).unwrap();
+        let FeatureColumn::Categorical { bins, categories } = &column else { panic!("strings are categorical") };
+        assert_eq!(categories.len(), most);
+        assert_eq!((bins[0], bins[most - 1], bins[most + 2]), (1, most as u16, 3));
+        let err = FeatureColumn::from_arrays("city", &[names(70_000), names(10)]).unwrap_err();
+        assert!(
+            matches!(&err, QuantizeError::TooManyCategories { column, count: 70_000, max } if column == "city" && *max == most),
+            "{err:?}"
         );
     }
 
