@@ -11,7 +11,10 @@ use crate::SplitRule;
 /// build. `scratch`, at least as long as `rows` (a shorter one panics), holds
 /// the right side on its way: callers lend one buffer to every node.
 pub fn partition_rows(rows: &mut [u32], column: &BinColumn, rule: &SplitRule, scratch: &mut [u32]) -> usize {
-    crate::dispatch::run(PartitionKernel { rows, column, rule, scratch })
+    match column {
+        BinColumn::U8(bins) => partition_by_bin(rows, |r| usize::from(bins[r]), rule, scratch),
+        BinColumn::U16(bins) => partition_by_bin(rows, |r| usize::from(bins[r]), rule, scratch),
+    }
 }
 
 /// [`partition_rows`] reading each row's bin of feature `f` from row-major
@@ -23,68 +26,37 @@ pub fn partition_row_bins(
     rule: &SplitRule,
     scratch: &mut [u32],
 ) -> usize {
-    crate::dispatch::run(RowBinsPartition { rows, bins, f, rule, scratch })
+    let (width, all) = (bins.n_features(), bins.bins());
+    assert!(f < width, "feature {f} of {width}");
+    partition_by_bin(rows, |r| usize::from(all[r * width + f]), rule, scratch)
 }
 
-struct RowBinsPartition<'a> {
+/// The partition of rows by `rule` on each row's bin as `bin_of(row)`
+/// reads it, whatever holds the bins, dispatched to the CPU's level.
+fn partition_by_bin(rows: &mut [u32], bin_of: impl Fn(usize) -> usize, rule: &SplitRule, scratch: &mut [u32]) -> usize {
+    assert!(scratch.len() >= rows.len(), "partition: scratch of {} for {} rows", scratch.len(), rows.len());
+    crate::dispatch::run(PartitionKernel { rows, bin_of, rule, scratch })
+}
+
+struct PartitionKernel<'a, F> {
     rows: &'a mut [u32],
-    bins: &'a crate::RowBins,
-    f: usize,
+    bin_of: F,
     rule: &'a SplitRule,
     scratch: &'a mut [u32],
 }
 
-impl WithSimd for RowBinsPartition<'_> {
+impl<F: Fn(usize) -> usize> WithSimd for PartitionKernel<'_, F> {
     type Output = usize;
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, _simd: S) -> usize {
-        let RowBinsPartition { rows, bins, f, rule, scratch } = self;
-        assert!(
-            scratch.len() >= rows.len(),
-            "partition_row_bins: scratch of {} for {} rows",
-            scratch.len(),
-            rows.len()
-        );
-        let (width, all) = (bins.n_features(), bins.bins());
-        assert!(f < width, "feature {f} of {width}");
-        let bin = |r: u32| usize::from(all[r as usize * width + f]);
+        let PartitionKernel { rows, bin_of, rule, scratch } = self;
         match rule {
-            SplitRule::Threshold { bin: last, missing_left } => {
-                let test = threshold_test(*last, *missing_left);
-                partition_by(rows, |&r| test(bin(r)), scratch)
+            SplitRule::Threshold { bin, missing_left } => {
+                let test = threshold_test(*bin, *missing_left);
+                partition_by(rows, |&r| test(bin_of(r as usize)), scratch)
             }
-            SplitRule::Categories { goes_left } => partition_by(rows, |&r| goes_left[bin(r)], scratch),
-        }
-    }
-}
-
-struct PartitionKernel<'a> {
-    rows: &'a mut [u32],
-    column: &'a BinColumn,
-    rule: &'a SplitRule,
-    scratch: &'a mut [u32],
-}
-
-impl WithSimd for PartitionKernel<'_> {
-    type Output = usize;
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, _simd: S) -> usize {
-        let PartitionKernel { rows, column, rule, scratch } = self;
-        match (column, rule) {
-            (BinColumn::U8(bins), SplitRule::Threshold { bin, missing_left }) => {
-                partition(rows, bins, threshold_test(*bin, *missing_left), scratch)
-            }
-            (BinColumn::U16(bins), SplitRule::Threshold { bin, missing_left }) => {
-                partition(rows, bins, threshold_test(*bin, *missing_left), scratch)
-            }
-            (BinColumn::U8(bins), SplitRule::Categories { goes_left }) => {
-                partition(rows, bins, |b| goes_left[b], scratch)
-            }
-            (BinColumn::U16(bins), SplitRule::Categories { goes_left }) => {
-                partition(rows, bins, |b| goes_left[b], scratch)
-            }
+            SplitRule::Categories { goes_left } => partition_by(rows, |&r| goes_left[bin_of(r as usize)], scratch),
         }
     }
 }
@@ -96,18 +68,6 @@ impl WithSimd for PartitionKernel<'_> {
 pub(crate) fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) -> bool {
     let last = usize::from(last);
     move |b| (b.wrapping_sub(1) < last) | ((b == 0) & missing_left)
-}
-
-/// Rows by their bin in `bins`: the shared partition over row ids.
-#[inline(always)]
-fn partition<B: Copy + Into<usize>>(
-    rows: &mut [u32],
-    bins: &[B],
-    goes_left: impl Fn(usize) -> bool,
-    scratch: &mut [u32],
-) -> usize {
-    assert!(scratch.len() >= rows.len(), "partition_rows: scratch of {} for {} rows", scratch.len(), rows.len());
-    partition_by(rows, |&r| goes_left(bins[r as usize].into()), scratch)
 }
 
 /// Stably reorders `items` so those `goes_left` picks come first; returns
