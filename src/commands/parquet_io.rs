@@ -3,9 +3,10 @@
 use std::fs::File;
 use std::path::Path;
 
-use arrow::array::RecordBatch;
+use arrow::array::ArrayRef;
 use arrow::datatypes::SchemaRef;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
 
 use crate::CliError;
 
@@ -24,10 +25,45 @@ pub fn open(path: &Path) -> Result<(SchemaRef, ParquetRecordBatchReader), CliErr
     Ok((schema, reader))
 }
 
-/// Every batch of a Parquet file.
-pub fn read_all(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), CliError> {
-    let (schema, reader) = open(path)?;
-    let batches =
-        reader.collect::<Result<Vec<_>, _>>().map_err(|e| CliError::Parquet { path: path.into(), source: e.into() })?;
-    Ok((schema, batches))
+/// A Parquet file read one column at a time: its metadata is read once, and
+/// each column's pages are decoded only when the column is asked for, so a
+/// reader that converts and frees each column never holds the whole table.
+pub struct ColumnReader {
+    path: std::path::PathBuf,
+    metadata: ArrowReaderMetadata,
+}
+
+impl ColumnReader {
+    /// Opens `path` and reads its footer.
+    pub fn open(path: &Path) -> Result<ColumnReader, CliError> {
+        let file = File::open(path).map_err(CliError::io(path))?;
+        let metadata = ArrowReaderMetadata::load(&file, Default::default()).map_err(CliError::parquet(path))?;
+        Ok(ColumnReader { path: path.into(), metadata })
+    }
+
+    /// The file's Arrow schema.
+    pub fn schema(&self) -> &SchemaRef {
+        self.metadata.schema()
+    }
+
+    /// Every batch of the top-level column `name`.
+    pub fn read(&self, name: &str) -> Result<Vec<ArrayRef>, CliError> {
+        let parquet = CliError::parquet(&self.path);
+        let index = self
+            .schema()
+            .index_of(name)
+            .map_err(|e| CliError::Parquet { path: self.path.clone(), source: e.into() })?;
+        // A file of its own: clones of one `File` share its position, and columns are read on several threads.
+        let file = File::open(&self.path).map_err(CliError::io(&self.path))?;
+        let mask = ProjectionMask::roots(self.metadata.parquet_schema(), [index]);
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
+            .with_projection(mask)
+            .with_batch_size(BATCH_SIZE)
+            .build()
+            .map_err(parquet)?;
+        reader
+            .map(|batch| Ok(batch?.column(0).clone()))
+            .collect::<Result<Vec<_>, arrow::error::ArrowError>>()
+            .map_err(|e| CliError::Parquet { path: self.path.clone(), source: e.into() })
+    }
 }

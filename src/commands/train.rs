@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arbor_ensemble::{Algorithm, Model, OutOfBag, Progress, Target, TrainParams, TrainingData};
+use arbor_ensemble::{Algorithm, ArborError, Model, OutOfBag, Progress, Target, TrainParams, TrainingData};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
 use arrow::compute::nullif;
 use parquet::arrow::ArrowWriter;
@@ -60,14 +60,15 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         ));
     }
     let start = Instant::now();
-    let (schema, batches) = parquet_io::read_all(&args.input)?;
-    let data = TrainingData::from_owned_batches(
-        &schema,
-        batches,
+    // Read a column at a time: the whole table is never in memory.
+    let input = parquet_io::ColumnReader::open(&args.input)?;
+    let data = TrainingData::from_column_reader(
+        input.schema(),
         &args.label,
         args.features.as_deref(),
         args.weight.as_deref(),
         params.task,
+        |name| input.read(name).map_err(|e| ArborError::Data(e.to_string())),
     )?;
     let (total, what) = match params.algorithm.0 {
         Algorithm::RandomForest => (params.forest.n_trees, "trees"),

@@ -81,27 +81,49 @@ impl TrainingData {
         task: Option<Task>,
     ) -> Result<TrainingData> {
         let column = |name: &str| -> Result<NamedColumn> {
-            let index = schema.index_of(name).map_err(|_| ArborError::MissingColumn {
-                column: name.to_owned(),
-                available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
-            })?;
+            let index = index_of(schema, name)?;
             Ok(NamedColumn { name: name.to_owned(), arrays: batches.iter().map(|b| b.column(index).clone()).collect() })
         };
         let label_column = column(label)?;
         let weight_column = weight.map(column).transpose()?;
-        let feature_names: Vec<String> = match features {
-            Some(names) => names.to_vec(),
-            None => schema
-                .fields()
-                .iter()
-                .map(|f| f.name().clone())
-                .filter(|n| n != label && Some(n.as_str()) != weight)
-                .collect(),
-        };
-        let feature_columns = feature_names.iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
+        let feature_columns =
+            feature_names(schema, label, features, weight).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         drop(batches); // the columns now hold the only references to their arrays
         let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
         Self::from_columns(label_column, feature_columns, weight_column, task, data_type)
+    }
+
+    /// Reads training data a column at a time: `read` gives a column's arrays
+    /// (one per batch, the same batches for every column) when its turn comes,
+    /// and each feature's arrays are freed once the feature is read. A columnar
+    /// file read so never holds its whole table: `arbor train` reads Parquet
+    /// this way.
+    pub fn from_column_reader(
+        schema: &Schema,
+        label: &str,
+        features: Option<&[String]>,
+        weight: Option<&str>,
+        task: Option<Task>,
+        read: impl Fn(&str) -> Result<Vec<ArrayRef>> + Sync,
+    ) -> Result<TrainingData> {
+        index_of(schema, label)?;
+        let names = feature_names(schema, label, features, weight);
+        let mut pending = Vec::with_capacity(names.len());
+        for name in names {
+            let data_type = schema.field(index_of(schema, &name)?).data_type().clone();
+            let read = &read;
+            pending.push(PendingColumn { name: name.clone(), data_type, arrays: Box::new(move || read(&name)) });
+        }
+        let label = NamedColumn { name: label.to_owned(), arrays: read(label)? };
+        let weight = match weight {
+            Some(name) => {
+                index_of(schema, name)?;
+                Some(NamedColumn { name: name.to_owned(), arrays: read(name)? })
+            }
+            None => None,
+        };
+        let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
+        Self::from_pending(label, pending, weight, task, data_type)
     }
 
     /// Reads training data from named columns. `declared_type` gives a column's
@@ -109,6 +131,29 @@ impl TrainingData {
     pub fn from_columns(
         label: NamedColumn,
         features: Vec<NamedColumn>,
+        weight: Option<NamedColumn>,
+        task: Option<Task>,
+        declared_type: impl Fn(&str) -> Option<DataType>,
+    ) -> Result<TrainingData> {
+        let type_of = |c: &NamedColumn| {
+            c.arrays.first().map(|a| a.data_type().clone()).or_else(|| declared_type(&c.name)).unwrap_or(DataType::Null)
+        };
+        let pending = features
+            .into_iter()
+            .map(|f| PendingColumn {
+                name: f.name.clone(),
+                data_type: type_of(&f),
+                arrays: Box::new(move || Ok(f.arrays)),
+            })
+            .collect();
+        Self::from_pending(label, pending, weight, task, declared_type)
+    }
+
+    /// The common reader: features are read, checked and converted on their
+    /// own threads, each freed once it is a [`FeatureColumn`].
+    fn from_pending(
+        label: NamedColumn,
+        features: Vec<PendingColumn<'_>>,
         weight: Option<NamedColumn>,
         task: Option<Task>,
         declared_type: impl Fn(&str) -> Option<DataType>,
@@ -127,9 +172,10 @@ impl TrainingData {
             if !seen.insert(f.name.as_str()) {
                 return Err(ArborError::Data(format!("feature column '{}' is listed twice", f.name)));
             }
-            let data_type = type_of(f);
-            if FeatureType::of(&data_type).is_none() {
-                return Err(QuantizeError::UnsupportedType { column: f.name.clone(), data_type }.into());
+            if FeatureType::of(&f.data_type).is_none() {
+                return Err(
+                    QuantizeError::UnsupportedType { column: f.name.clone(), data_type: f.data_type.clone() }.into()
+                );
             }
         }
         let label_type = type_of(&label);
@@ -152,8 +198,8 @@ impl TrainingData {
                 label.name
             )));
         }
-        let drop_nulls = |c: &NamedColumn| -> Result<Vec<ArrayRef>> {
-            c.arrays
+        let drop_nulls = |arrays: &[ArrayRef]| -> Result<Vec<ArrayRef>> {
+            arrays
                 .iter()
                 .zip(&keep)
                 .map(|(a, k)| match k {
@@ -162,18 +208,21 @@ impl TrainingData {
                 })
                 .collect()
         };
-        let labels = drop_nulls(&label)?;
+        let labels = drop_nulls(&label.arrays)?;
         let (label_info, target) = read_label(&label.name, &labels, task)?;
-        let weight_arrays = weight.as_ref().map(&drop_nulls).transpose()?;
+        let weight_arrays = weight.as_ref().map(|w| drop_nulls(&w.arrays)).transpose()?;
         let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
         drop((label, labels, weight, weight_arrays));
         let specs: Vec<FeatureSpec> =
-            features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: type_of(f) }).collect();
+            features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: f.data_type.clone() }).collect();
         // Each feature is read on its own thread, in input order, and its
-        // arrays are dropped once read.
+        // arrays are dropped once converted.
         let columns = features
             .into_par_iter()
-            .map(|f| Ok(FeatureColumn::from_arrays(&f.name, &drop_nulls(&f)?)?))
+            .map(|f| {
+                let arrays = drop_nulls(&(f.arrays)()?)?;
+                Ok(FeatureColumn::from_arrays(&f.name, &arrays)?)
+            })
             .collect::<Result<Vec<_>>>()?;
         // Features first, then the label and the weight: the keys of the canonical order.
         let mut keys: Vec<SortKey<'_>> = columns
@@ -226,6 +275,34 @@ impl TrainingData {
             Target::Classes(c) => c.len(),
             Target::Values(v) => v.len(),
         }
+    }
+}
+
+/// A feature column whose arrays are read when its turn comes.
+struct PendingColumn<'a> {
+    name: String,
+    data_type: DataType,
+    arrays: Box<dyn FnOnce() -> Result<Vec<ArrayRef>> + Send + 'a>,
+}
+
+/// The position of column `name` in `schema`, or an error listing the columns there are.
+fn index_of(schema: &Schema, name: &str) -> Result<usize> {
+    schema.index_of(name).map_err(|_| ArborError::MissingColumn {
+        column: name.to_owned(),
+        available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
+    })
+}
+
+/// The features named, or by default every column but the label and the weight.
+fn feature_names(schema: &Schema, label: &str, features: Option<&[String]>, weight: Option<&str>) -> Vec<String> {
+    match features {
+        Some(names) => names.to_vec(),
+        None => schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .filter(|n| n != label && Some(n.as_str()) != weight)
+            .collect(),
     }
 }
 

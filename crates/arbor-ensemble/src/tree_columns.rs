@@ -285,9 +285,20 @@ pub(crate) fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
         groups.distinct.len() / group,
     ];
     let widths = [&words, &children, &thresholds.indices, &groups.indices].map(|column| index_width(column));
-    let mut out = Vec::with_capacity(
-        40 + n * 3 + children.len() * 2 + (thresholds.distinct.len() + groups.distinct.len()) * 8 + words.len(),
-    );
+    // The exact size: a forest keeps every tree's section until it is written.
+    let index_bytes = [&words, &children, &thresholds.indices, &groups.indices]
+        .iter()
+        .zip(widths)
+        .map(|(column, width)| column.len() * width)
+        .sum::<usize>();
+    let size = counts.len() * 4
+        + widths.len()
+        + 1
+        + flags.len()
+        + index_bytes
+        + set_lens.len() * 4
+        + (set_words.len() + thresholds.distinct.len() + groups.distinct.len()) * 8;
+    let mut out = Vec::with_capacity(size);
     for count in counts {
         out.extend_from_slice(&(count as u32).to_le_bytes());
     }
@@ -302,6 +313,7 @@ pub(crate) fn encode_tree(tree: &Tree, leaf_width: usize) -> Vec<u8> {
     put_indices(&mut out, widths[2], &thresholds.indices);
     groups.distinct.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
     put_indices(&mut out, widths[3], &groups.indices);
+    debug_assert_eq!(out.len(), size, "the section's size is computed exactly");
     out
 }
 

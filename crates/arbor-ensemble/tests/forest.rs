@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{Model, Task, TrainParams};
+use arbor_ensemble::{Model, Task, TrainParams, TrainingData};
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::Int32Type;
 
@@ -118,6 +118,39 @@ fn owned_forests_match_borrowed_ones() {
         assert_eq!(owned.to_bytes(), borrowed.to_bytes(), "{options}");
         assert_eq!(owned_oob.map(|o| o.error), borrowed_oob.map(|o| o.error), "{options}");
     }
+}
+
+#[test]
+fn columns_read_one_at_a_time_train_the_same_model() {
+    let batch = read("diamonds_reg_train.parquet", 3_000);
+    let batches: Vec<_> = (0..3).map(|i| batch.slice(i * 1_000, 1_000)).collect();
+    let schema = batch.schema();
+    let read_column = |name: &str| -> arbor_ensemble::Result<Vec<ArrayRef>> {
+        let index = schema.index_of(name).expect("the reader is asked for schema columns only");
+        Ok(batches.iter().map(|b| b.column(index).clone()).collect())
+    };
+    let params = TrainParams::parse_options("n_trees=3 task=regression").unwrap();
+    for weight in [None, Some("carat")] {
+        let whole = TrainingData::from_batches(&schema, &batches, "label", None, weight, params.task).unwrap();
+        let by_column =
+            TrainingData::from_column_reader(&schema, "label", None, weight, params.task, read_column).unwrap();
+        assert_eq!(by_column.features, whole.features);
+        assert_eq!(by_column.weights, whole.weights);
+        let (a, _) = arbor_ensemble::train_forest_owned(whole, &params, &|_| {}).unwrap();
+        let (b, _) = arbor_ensemble::train_forest_owned(by_column, &params, &|_| {}).unwrap();
+        assert_eq!(a.to_bytes(), b.to_bytes(), "weight {weight:?}");
+    }
+    let missing = TrainingData::from_column_reader(&schema, "price", None, None, None, read_column).unwrap_err();
+    assert!(missing.to_string().contains("column 'price' not found"), "{missing}");
+    let failing = TrainingData::from_column_reader(&schema, "label", None, None, None, |name: &str| {
+        if name == "cut" {
+            Err(arbor_ensemble::ArborError::Data("page of column 'cut' is corrupt".into()))
+        } else {
+            read_column(name)
+        }
+    })
+    .unwrap_err();
+    assert_eq!(failing.to_string(), "page of column 'cut' is corrupt");
 }
 
 #[test]
