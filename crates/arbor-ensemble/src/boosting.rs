@@ -2,6 +2,8 @@
 //! matrix, with shrinkage, `gamma` and `lambda` regularization, row and
 //! feature subsampling, and early stopping on a held-out share of the rows.
 
+use std::borrow::Cow;
+
 use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::{BinnedMatrix, FeatureColumn};
 use rand::Rng;
@@ -67,7 +69,7 @@ fn boost(
         Target::Values(y) => LossTarget::Values(y),
     };
 
-    let (train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
+    let (mut train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
     let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let subsample = n_sampled < train_rows.len();
     // Rows outside the trees (held out, not sampled) walk them: on their raw
@@ -88,7 +90,21 @@ fn boost(
     if row_bins.is_some() {
         matrix.release_columns();
     }
-    let base_score = loss.base_score(&target, &train_rows, weight, outputs);
+    // Without subsampling or a hold-out the training rows are `0..n`: they
+    // are written out when read instead of held, so while a tree grows its
+    // own copy of them is the only one in memory (1 MB on flights).
+    let every_row = !subsample && valid_rows.is_empty();
+    if every_row {
+        train_rows = Vec::new(); // frees them: a shadowing binding would keep them alive
+    }
+    let training_rows = || -> Cow<'_, [u32]> {
+        if every_row {
+            Cow::Owned((0..n as u32).collect())
+        } else {
+            Cow::Borrowed(&train_rows)
+        }
+    };
+    let base_score = loss.base_score(&target, &training_rows(), weight, outputs);
     let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     // Histograms built row-wise read each row's derivatives packed with its
@@ -99,7 +115,7 @@ fn boost(
     let (mut grad, mut hess, mut counts) = (per_row(0.0), per_row(0.0), per_row(0.0));
     // Without subsampling every round grows on every training row: their counts stay 1.
     if !subsample && column_wise {
-        train_rows.iter().for_each(|&r| counts[r as usize] = 1.0);
+        training_rows().iter().for_each(|&r| counts[r as usize] = 1.0);
     }
     let bin = |f: usize, r: usize| match &row_bins {
         Some(bins) => u16::from(bins.get(r, f)),
@@ -135,23 +151,22 @@ fn boost(
     let mut rounds_run = 0;
     for round in 0..bp.n_rounds {
         let mut rng = tree_rng(bp.seed, round);
-        let sampled;
-        let rows: &[u32] = if subsample {
-            sampled = sample_rows(&train_rows, n_sampled, &mut rng);
-            if column_wise {
-                counts.iter_mut().for_each(|c| *c = 0.0);
-                sampled.iter().for_each(|&r| counts[r as usize] = 1.0);
-            }
-            &sampled
-        } else {
-            &train_rows
+        let sampled = subsample.then(|| sample_rows(&train_rows, n_sampled, &mut rng));
+        if let (Some(sampled), true) = (&sampled, column_wise) {
+            counts.iter_mut().for_each(|c| *c = 0.0);
+            sampled.iter().for_each(|&r| counts[r as usize] = 1.0);
+        }
+        let round_rows = || match &sampled {
+            Some(sampled) => Cow::Borrowed(sampled.as_slice()),
+            None => training_rows(),
         };
         if loss == Loss::Softmax {
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
         let mut round_trees = Vec::with_capacity(outputs);
         for output in 0..outputs {
-            let derivatives = loss.derivatives(&target, rows, weight, &raw, &proba, output, outputs);
+            let rows = round_rows();
+            let derivatives = loss.derivatives(&target, &rows, weight, &raw, &proba, output, outputs);
             let (kernel_target, rowwise) = match &row_bins {
                 Some(bins) => {
                     derivatives.write_packed(&mut row_stats);
@@ -168,7 +183,7 @@ fn boost(
                 &matrix,
                 rowwise,
                 &kernel_target,
-                rows.to_vec(),
+                rows.into_owned(),
                 &counts,
                 &counts,
                 &settings,
@@ -181,8 +196,9 @@ fn boost(
             round_trees.push((output, grown));
         }
         // Scores move only after every output's gradients are taken at the round's start.
+        let rows = round_rows();
         for (output, grown) in round_trees {
-            add_tree_outputs(&mut raw, outputs, output, &grown, rows, &row_value);
+            add_tree_outputs(&mut raw, outputs, output, &grown, &rows, &row_value);
             trees.push(grown.tree);
         }
         rounds_run = round + 1;
@@ -198,7 +214,7 @@ fn boost(
             stop = round - best_round >= bp.early_stopping_rounds;
         }
         let report_train = stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
-        let train_loss = report_train.then(|| loss.value(&target, &train_rows, weight, &raw, outputs));
+        let train_loss = report_train.then(|| loss.value(&target, &training_rows(), weight, &raw, outputs));
         on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss, valid_loss });
         if stop {
             break;
