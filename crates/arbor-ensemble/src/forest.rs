@@ -57,6 +57,10 @@ pub fn train_forest_owned(
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<(Model, Option<OutOfBag>)> {
     let columns = std::mem::take(&mut data.columns);
+    // Only per-row out-of-bag results are put back into input order.
+    if !params.forest.oob_per_observation {
+        data.input_row = Vec::new();
+    }
     grow_forest(&data, RawColumns::Owned(columns), params, on_progress)
 }
 
