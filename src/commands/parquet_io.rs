@@ -48,11 +48,8 @@ impl ColumnReader {
 
     /// Every batch of the top-level column `name`.
     pub fn read(&self, name: &str) -> Result<Vec<ArrayRef>, CliError> {
-        let parquet = CliError::parquet(&self.path);
-        let index = self
-            .schema()
-            .index_of(name)
-            .map_err(|e| CliError::Parquet { path: self.path.clone(), source: e.into() })?;
+        let parquet = |e: parquet::errors::ParquetError| CliError::Parquet { path: self.path.clone(), source: e };
+        let index = self.schema().index_of(name).map_err(|e| parquet(e.into()))?;
         // A file of its own: clones of one `File` share its position, and columns are read on several threads.
         let file = File::open(&self.path).map_err(CliError::io(&self.path))?;
         let mask = ProjectionMask::roots(self.metadata.parquet_schema(), [index]);
@@ -61,9 +58,6 @@ impl ColumnReader {
             .with_batch_size(BATCH_SIZE)
             .build()
             .map_err(parquet)?;
-        reader
-            .map(|batch| Ok(batch?.column(0).clone()))
-            .collect::<Result<Vec<_>, arrow::error::ArrowError>>()
-            .map_err(|e| CliError::Parquet { path: self.path.clone(), source: e.into() })
+        reader.map(|batch| Ok(batch.map_err(|e| parquet(e.into()))?.column(0).clone())).collect()
     }
 }

@@ -16,7 +16,7 @@ use crate::loss::{softmax, LossTarget, RowWeights};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::raw_columns::RawColumns;
 use crate::tree::Tree;
-use crate::tree_builder::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
+use crate::tree_builder::{bin_of, bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -117,12 +117,8 @@ fn boost(
     if !subsample && column_wise {
         training_rows().iter().for_each(|&r| counts[r as usize] = 1.0);
     }
-    let bin = |f: usize, r: usize| match &row_bins {
-        Some(bins) => u16::from(bins.get(r, f)),
-        None => matrix.column(f).get(r),
-    };
     let row_value = |f: usize, r: usize| match &stand_ins {
-        Some(values) => values[f][usize::from(bin(f, r))],
+        Some(values) => values[f][usize::from(bin_of(&matrix, row_bins.as_ref(), f, r))],
         None => columns.get()[f].raw_value(r),
     };
     let mut row_stats = Vec::new();

@@ -106,7 +106,7 @@ impl TrainingData {
         task: Option<Task>,
         read: impl Fn(&str) -> Result<Vec<ArrayRef>> + Sync,
     ) -> Result<TrainingData> {
-        index_of(schema, label)?;
+        let label_type = schema.field(index_of(schema, label)?).data_type().clone();
         let names = feature_names(schema, label, features, weight);
         let mut pending = Vec::with_capacity(names.len());
         for name in names {
@@ -122,8 +122,7 @@ impl TrainingData {
             }
             None => None,
         };
-        let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
-        Self::from_pending(label, pending, weight, task, data_type)
+        Self::from_pending(label, label_type, pending, weight, task)
     }
 
     /// Reads training data from named columns. `declared_type` gives a column's
@@ -146,21 +145,19 @@ impl TrainingData {
                 arrays: Box::new(move || Ok(f.arrays)),
             })
             .collect();
-        Self::from_pending(label, pending, weight, task, declared_type)
+        let label_type = type_of(&label);
+        Self::from_pending(label, label_type, pending, weight, task)
     }
 
     /// The common reader: features are read, checked and converted on their
     /// own threads, each freed once it is a [`FeatureColumn`].
     fn from_pending(
         label: NamedColumn,
+        label_type: DataType,
         features: Vec<PendingColumn<'_>>,
         weight: Option<NamedColumn>,
         task: Option<Task>,
-        declared_type: impl Fn(&str) -> Option<DataType>,
     ) -> Result<TrainingData> {
-        let type_of = |c: &NamedColumn| {
-            c.arrays.first().map(|a| a.data_type().clone()).or_else(|| declared_type(&c.name)).unwrap_or(DataType::Null)
-        };
         if features.is_empty() {
             return Err(ArborError::Data("no feature columns: name at least one feature besides the label".into()));
         }
@@ -178,7 +175,6 @@ impl TrainingData {
                 );
             }
         }
-        let label_type = type_of(&label);
         let task = task.unwrap_or_else(|| default_task(&label_type));
         let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
         if n_rows == 0 {

@@ -166,6 +166,16 @@ pub(crate) struct RowWise<'a> {
     pub stats: &'a [RowStats],
 }
 
+/// Row `r`'s bin of feature `f`: from the row-major bins when training
+/// keeps them (the matrix's columns may be released then), else from the
+/// matrix's column.
+pub(crate) fn bin_of(matrix: &BinnedMatrix, row_bins: Option<&RowBins>, f: usize, r: usize) -> u16 {
+    match row_bins {
+        Some(bins) => u16::from(bins.get(r, f)),
+        None => matrix.column(f).get(r),
+    }
+}
+
 /// Writes every row's statistics for the row-wise kernel into `stats`, one
 /// per row id, in parallel; reusing `stats` between trees saves allocating
 /// and faulting in 32 bytes per row each time. Three-value targets only.
@@ -793,13 +803,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         }
     }
 
-    /// Row `r`'s bin of feature `f`, from the row-major bins when the
-    /// histograms are built from them (the columns may be released then).
+    /// Row `r`'s bin of feature `f` (see [`bin_of`]).
     fn bin(&self, f: usize, r: usize) -> u16 {
-        match self.rowwise {
-            Some(rowwise) => u16::from(rowwise.bins.get(r, f)),
-            None => self.matrix.column(f).get(r),
-        }
+        bin_of(self.matrix, self.rowwise.map(|w| w.bins), f, r)
     }
 
     /// Makes `p` a leaf holding its class distribution or value.

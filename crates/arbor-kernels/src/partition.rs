@@ -26,9 +26,8 @@ pub fn partition_row_bins(
     rule: &SplitRule,
     scratch: &mut [u32],
 ) -> usize {
-    let (width, all) = (bins.n_features(), bins.bins());
-    assert!(f < width, "feature {f} of {width}");
-    partition_by_bin(rows, |r| usize::from(all[r * width + f]), rule, scratch)
+    assert!(f < bins.n_features(), "feature {f} of {}", bins.n_features());
+    partition_by_bin(rows, |r| usize::from(bins.get(r, f)), rule, scratch)
 }
 
 /// The partition of rows by `rule` on each row's bin as `bin_of(row)`

@@ -54,11 +54,6 @@ impl RowBins {
         self.bins[row * self.n_features + f]
     }
 
-    /// Every row's bins, one row after another.
-    pub fn bins(&self) -> &[u8] {
-        &self.bins
-    }
-
     /// Where each feature's bins start in an all-features histogram (`n_features + 1` entries).
     pub fn offsets(&self) -> &[u32] {
         &self.offsets
