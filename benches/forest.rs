@@ -1,6 +1,7 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
 //! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
-//! prediction, and loading a model, on the bundled NYC flights data.
+//! prediction (and the forest's walk at every SIMD level), and loading a
+//! model, on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
 
@@ -212,6 +213,21 @@ fn prediction(c: &mut Criterion) {
     let boosted: Model =
         train(&training_data(&train_batch), &TrainParams::parse_options(options).unwrap(), &|_| {}).unwrap();
     group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.predict_batch(&test).unwrap())));
+    group.finish();
+
+    // The forest's walk at every SIMD level, on one thread (the level is
+    // forced on the calling thread, so the pool has only that one).
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let mut group = c.benchmark_group("predict_level");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(test.num_rows() as u64));
+    for level in Level::available() {
+        group.bench_function(BenchmarkId::new("flights_20_trees", level), |b| {
+            b.iter(|| {
+                one_thread.install(|| with_level(level, || black_box(model.predict_batch(&test).unwrap())).unwrap())
+            })
+        });
+    }
     group.finish();
 
     // Loading: the forest's model bytes decoded (straight into the flat

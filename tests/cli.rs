@@ -85,7 +85,15 @@ fn train_predict_inspect_flights_subset() {
     let model = dir.path().join("flights.arbor");
     let out = dir.path().join("scored.parquet");
     ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=16"]);
-    ok(&["predict", "--model", s(&model), "--input", s(&test), "--output", s(&out), "--proba"]);
+    let report = arbor(&["predict", "--model", s(&model), "--input", s(&test), "--output", s(&out), "--proba"]);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    // the report gives the rows and the time spent scoring them (peers.py reads it)
+    let report = String::from_utf8(report.stderr).unwrap();
+    let seconds = report
+        .strip_prefix(&format!("wrote 10000 rows to {}; scoring them took ", out.display()))
+        .and_then(|rest| rest.trim().strip_suffix(" s"))
+        .and_then(|t| t.parse::<f64>().ok());
+    assert!(seconds.is_some_and(|t| t >= 0.0), "{report}");
 
     let scored = read(&out);
     assert_eq!(scored.num_rows(), 10_000);

@@ -276,6 +276,8 @@ mod prediction_tests {
     use arrow::array::RecordBatch;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+    use arbor_kernels::dispatch::{with_level, Level};
+
     use crate::trees::Trees;
     use crate::{train, Model, Predictions, TrainParams, TrainingData};
 
@@ -356,9 +358,10 @@ mod prediction_tests {
     }
 
     /// Walking the trees over ranks gives the predictions of the flat trees,
-    /// to the bit, on real data with missing values in every feature: deep
-    /// forests (the walk in lanes), boosting (level by level), category
-    /// splits and numeric ones, CART thresholds between values.
+    /// to the bit, at every SIMD level, on real data with missing values in
+    /// every feature: deep forests (the walk in lanes, gathered under
+    /// AVX-512), boosting (level by level), category splits and numeric
+    /// ones, CART thresholds between values.
     #[test]
     fn ranked_prediction_equals_flat_prediction() {
         let cases = [
@@ -368,6 +371,8 @@ mod prediction_tests {
             ("diamonds_reg", "n_trees=6 max_features=all"),
             ("diamonds_reg", "algorithm=gradient-boosting n_rounds=8"),
         ];
+        // the level is forced on the calling thread: a pool of that thread alone
+        let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         for (data, options) in cases {
             let model = fit(&read(&format!("{data}_train.parquet"), 4000), options);
             let test = read(&format!("{data}_test.parquet"), 3000);
@@ -383,8 +388,11 @@ mod prediction_tests {
             assert!(ranked.is_some(), "{data} {options}: trained splits fit the trees over ranks");
             for rows in [n, 300, 1] {
                 let expected = model.predict_with(&columns, rows, None);
-                let got = model.predict_with(&columns, rows, ranked);
-                assert_same_bits(&expected, &got, &format!("{data} {options}: {rows} rows"));
+                for level in Level::available() {
+                    let walk = || with_level(level, || model.predict_with(&columns, rows, ranked)).unwrap();
+                    let got = one_thread.install(walk);
+                    assert_same_bits(&expected, &got, &format!("{data} {options}: {rows} rows, {level}"));
+                }
             }
         }
     }

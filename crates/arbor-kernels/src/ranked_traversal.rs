@@ -110,12 +110,55 @@ pub struct RankedTree<'a> {
 /// value); `values` gets one offset per row. `missing`: some rank may be
 /// [`RankNode::MISSING`] (false allows a leaner walk).
 pub fn ranked_leaves_block(tree: RankedTree<'_>, ranks: &[u16], n_features: usize, missing: bool, values: &mut [u32]) {
+    walk_block(tree, ranks, n_features, missing, values, PREFETCH_ABOVE_BYTES);
+}
+
+/// [`ranked_leaves_block`], prefetching nodes in the gathered walk when they
+/// take more than `prefetch_above` bytes (tests force either choice).
+fn walk_block(
+    tree: RankedTree<'_>,
+    ranks: &[u16],
+    n_features: usize,
+    missing: bool,
+    values: &mut [u32],
+    prefetch_above: usize,
+) {
     debug_assert_eq!(ranks.len(), values.len() * n_features);
     assert!(tree.sets.is_empty() || tree.sets.len().is_power_of_two(), "set words come in a power of two");
+    assert!(ranks.len() >= values.len() * n_features, "a block holds n_features ranks per row");
     macro_rules! walk {
-        ($missing:literal, $categories:literal) => {
+        ($missing:literal, $categories:literal) => {{
+            #[allow(unused_mut)]
+            let (mut values, mut ranks) = (values, ranks);
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = prefetch_above;
+            #[cfg(target_arch = "x86_64")]
+            if tree.depth > crate::LEVEL_BY_LEVEL_MAX_DEPTH
+                && crate::dispatch::current() == crate::dispatch::Level::Avx512
+            {
+                if let Some(simd) = pulp::x86::V4::try_new() {
+                    macro_rules! gather {
+                        ($prefetch:literal) => {
+                            pulp::Simd::vectorize(
+                                simd,
+                                crate::gather_walk::GatherWalk::<$missing, $categories, $prefetch> {
+                                    simd,
+                                    tree,
+                                    ranks,
+                                    n_features,
+                                    values: &mut *values,
+                                },
+                            )
+                        };
+                    }
+                    let walked =
+                        if std::mem::size_of_val(tree.nodes) > prefetch_above { gather!(true) } else { gather!(false) };
+                    values = &mut values[walked..];
+                    ranks = &ranks[walked * n_features..];
+                }
+            }
             crate::dispatch::run(RankedWalk::<$missing, $categories> { tree, ranks, n_features, values })
-        };
+        }};
     }
     match (missing, !tree.sets.is_empty()) {
         (false, false) => walk!(false, false),
@@ -213,6 +256,10 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
     }
 }
 
+/// Trees whose nodes take more bytes than this (an L1 data cache) have each
+/// lane's next node prefetched in the gathered walk; smaller ones lose by it
+/// (on the flights forests: 9% faster on 450 KB trees, 9% slower on 10 KB ones).
+const PREFETCH_ABOVE_BYTES: usize = 32 << 10;
 /// Rows in flight at once in the walk of deep trees.
 const LANES: usize = 32;
 /// Past this depth, the level-by-level walk stops as soon as every row of the
@@ -319,9 +366,10 @@ mod tests {
     }
 
     proptest! {
-        /// Both walks, level by level and in lanes, with and without missing
-        /// values and category splits, reach the leaves the 16-byte nodes
-        /// reach, for any block length.
+        /// Both walks, level by level and in lanes (scalar, and gathered in
+        /// AVX-512 lanes where the CPU has them, with and without node
+        /// prefetches), with and without missing values and category splits,
+        /// reach the leaves the 16-byte nodes reach, for any block length.
         #[test]
         fn ranked_walks_reach_the_leaves_of_flat_walks(
             shape in proptest::collection::vec((any::<u8>(), any::<u16>(), any::<bool>(), any::<u64>(), any::<u64>()), 0..120),
@@ -349,10 +397,15 @@ mod tests {
                 let sets = (!p.flat_sets.is_empty()).then_some(&p.flat_sets[..]);
                 leaves_block(TreeNodes { nodes: &p.flat, depth, sets }, rows, 4, missing, none, &mut leaves);
                 let expected: Vec<u32> = leaves.iter().map(|&l| p.flat[l as usize].value()).collect();
-                let mut values = vec![0u32; n_rows];
                 let tree = RankedTree { nodes: &p.ranked, depth, sets: &p.ranked_sets };
-                ranked_leaves_block(tree, &ranks, 4, missing, &mut values);
-                prop_assert_eq!(&values, &expected, "missing {}", missing);
+                for level in crate::dispatch::Level::available() {
+                    for prefetch_above in [0, usize::MAX] {
+                        let mut values = vec![0u32; n_rows];
+                        let walk = || walk_block(tree, &ranks, 4, missing, &mut values, prefetch_above);
+                        crate::dispatch::with_level(level, walk).unwrap();
+                        prop_assert_eq!(&values, &expected, "missing {}, {}, prefetch above {}", missing, level, prefetch_above);
+                    }
+                }
             }
         }
     }
