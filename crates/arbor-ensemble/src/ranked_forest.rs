@@ -4,7 +4,7 @@
 //! categorical feature, their category code), once per block of rows, and
 //! every tree is walked on 8-byte nodes and 2-byte values.
 
-use arbor_kernels::{FlatNode, RankNode, RankedTree};
+use arbor_kernels::{threshold_ranks, FlatNode, RankNode, RankedTree};
 use rayon::prelude::*;
 
 use crate::flat_tree::FlatTree;
@@ -96,18 +96,14 @@ impl RankedForest {
         let mut missing = false;
         for (f, (column, ranking)) in columns.iter().zip(&self.rankings).enumerate() {
             let values = &column[start..start + n];
-            let out = ranks.iter_mut().skip(f).step_by(n_features);
             match ranking {
-                Ranking::Unused => out.for_each(|r| *r = 0),
+                Ranking::Unused => ranks.iter_mut().skip(f).step_by(n_features).for_each(|r| *r = 0),
                 Ranking::Thresholds(thresholds) => {
-                    for (r, &x) in out.zip(values) {
-                        missing |= x.is_nan();
-                        *r = if x.is_nan() { RankNode::MISSING } else { rank(thresholds, x) };
-                    }
+                    missing |= threshold_ranks(thresholds, values, &mut ranks[f..], n_features);
                 }
                 Ranking::Categories { words } => {
                     let limit = 64 * *words as i64;
-                    for (r, &x) in out.zip(values) {
+                    for (r, &x) in ranks.iter_mut().skip(f).step_by(n_features).zip(values) {
                         missing |= x.is_nan();
                         // Truncates toward zero, as the 16-byte nodes' test does.
                         let code = x as i64;
@@ -124,20 +120,6 @@ impl RankedForest {
         }
         missing
     }
-}
-
-/// How many of `thresholds` (sorted, distinct) are below `x`, without a
-/// branch per step: `x <= thresholds[k]` exactly when the rank is at most `k`.
-#[inline]
-fn rank(thresholds: &[f64], x: f64) -> u16 {
-    let mut base = 0usize;
-    let mut len = thresholds.len();
-    while len > 1 {
-        let half = len / 2;
-        base = if thresholds[base + half - 1] < x { base + half } else { base };
-        len -= half;
-    }
-    (base + usize::from(len == 1 && thresholds[base] < x)) as u16
 }
 
 /// A threshold's hash key: its bits, with `-0.0` read as `0.0` (one threshold).
@@ -244,23 +226,6 @@ fn ranked_nodes(tree: &FlatTree, rankings: &[Ranking], ranks: &[KeyMap<u16>]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranks_count_the_thresholds_below() {
-        let thresholds = [-1.0, 0.0, 2.5, 7.0, 9.0];
-        for x in [-5.0, -1.0, -0.5, -0.0, 0.0, 1e-300, 2.5, 3.0, 7.0, 8.0, 9.0, 10.0, f64::INFINITY, f64::NEG_INFINITY]
-        {
-            let expected = thresholds.iter().filter(|&&t| t < x).count() as u16;
-            assert_eq!(rank(&thresholds, x), expected, "x = {x}");
-            for k in 0..thresholds.len() {
-                assert_eq!(x <= thresholds[k], rank(&thresholds, x) <= k as u16, "x = {x}, k = {k}");
-            }
-        }
-        for len in 0..5 {
-            assert_eq!(rank(&thresholds[..len], 100.0), len as u16);
-            assert_eq!(rank(&thresholds[..len], -100.0), 0);
-        }
-    }
 
     #[test]
     fn both_zeros_are_one_threshold() {

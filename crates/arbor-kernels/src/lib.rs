@@ -33,6 +33,7 @@ mod ranked_traversal;
 mod row_histogram;
 mod row_records;
 mod split;
+mod threshold_rank;
 mod traversal;
 
 pub use count_histogram::{count_keys, CountKey, RecordSums, MAX_COUNT_CLASSES};
@@ -47,4 +48,5 @@ pub use split::{
     best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
     SplitRule, Stats,
 };
+pub use threshold_rank::{threshold_rank, threshold_ranks};
 pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};

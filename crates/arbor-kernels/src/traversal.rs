@@ -133,8 +133,9 @@ impl FlatNode {
 }
 
 /// Deepest tree traversed level by level; deeper trees walk in lanes. On
-/// the flights models, lanes beat level by level past this depth (forest
-/// trees about 40 deep) and lose to it on boosting's depth-6 trees.
+/// the flights models, scalar lanes beat level by level past this depth
+/// (forest trees about 40 deep) and lose to it on boosting's depth-6 trees.
+/// (At the `avx512` level the walk over ranks gathers at every depth.)
 pub const LEVEL_BY_LEVEL_MAX_DEPTH: usize = 16;
 /// Rows that go through a tree together: enough that the walk in lanes
 /// rarely runs with lanes idle at a block's end (256 made the flights

@@ -1,0 +1,173 @@
+//! A value's rank among a feature's sorted thresholds: how many lie below
+//! it, which is what the walk over ranks compares (`x <= t_k` exactly when
+//! the rank is at most `k`).
+//!
+//! Every value is a branch-free binary search. At the `avx512` level, 32
+//! values search at once (four vectors of eight, each step one gather of the
+//! thresholds they probe), since a lone search is a chain of dependent loads;
+//! the rank is unique, so every level gives the same one.
+
+use crate::RankNode;
+
+/// How many of `thresholds` (sorted, distinct) are below `x` (not NaN).
+#[inline]
+pub fn threshold_rank(thresholds: &[f64], x: f64) -> u16 {
+    let mut base = 0usize;
+    let mut len = thresholds.len();
+    while len > 1 {
+        let half = len / 2;
+        base = if thresholds[base + half - 1] < x { base + half } else { base };
+        len -= half;
+    }
+    (base + usize::from(len == 1 && thresholds[base] < x)) as u16
+}
+
+/// Writes the rank of each of `values` among `thresholds` (sorted, distinct,
+/// at most [`RankNode::MAX_RANK`] of them) to `ranks[i * stride]`, and
+/// [`RankNode::MISSING`] for a NaN; returns whether there was a NaN.
+pub fn threshold_ranks(thresholds: &[f64], values: &[f64], ranks: &mut [u16], stride: usize) -> bool {
+    assert!(thresholds.len() <= usize::from(RankNode::MAX_RANK), "too many thresholds for a 2-byte rank");
+    assert!(values.is_empty() || ranks.len() > (values.len() - 1) * stride, "one rank slot per value");
+    let mut done = 0;
+    let mut missing = false;
+    #[cfg(target_arch = "x86_64")]
+    if crate::dispatch::current() == crate::dispatch::Level::Avx512 {
+        if let Some(simd) = pulp::x86::V4::try_new() {
+            let lanes = Lanes { simd, thresholds, values, ranks: &mut *ranks, stride };
+            (done, missing) = pulp::Simd::vectorize(simd, lanes);
+        }
+    }
+    for (i, &x) in values.iter().enumerate().skip(done) {
+        missing |= x.is_nan();
+        ranks[i * stride] = if x.is_nan() { RankNode::MISSING } else { threshold_rank(thresholds, x) };
+    }
+    missing
+}
+
+/// Values searched side by side: four vectors of eight.
+#[cfg(target_arch = "x86_64")]
+const VECTORS: usize = 4;
+
+/// The AVX-512 search of the first whole groups of `VECTORS * 8` values.
+#[cfg(target_arch = "x86_64")]
+struct Lanes<'a> {
+    simd: pulp::x86::V4,
+    thresholds: &'a [f64],
+    values: &'a [f64],
+    ranks: &'a mut [u16],
+    stride: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl pulp::WithSimd for Lanes<'_> {
+    /// How many values were ranked, and whether one was NaN.
+    type Output = (usize, bool);
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> (usize, bool) {
+        use std::arch::x86_64::{_CMP_LT_OQ, _CMP_UNORD_Q};
+        let Lanes { simd, thresholds, values, ranks, stride } = self;
+        let a = simd.avx512f;
+        let group = VECTORS * 8;
+        let whole = values.len() / group * group;
+        if thresholds.len() >= i32::MAX as usize {
+            return (0, false);
+        }
+        let at = thresholds.as_ptr();
+        let mut missing = false;
+        for start in (0..whole).step_by(group) {
+            // SAFETY: `start + group <= values.len()`.
+            let x: [_; VECTORS] =
+                std::array::from_fn(|v| unsafe { a._mm512_loadu_pd(values.as_ptr().add(start + 8 * v)) });
+            let mut base = [simd.avx._mm256_set1_epi32(0); VECTORS];
+            let mut len = thresholds.len();
+            // The scalar search's steps, lane by lane: `base + len` never
+            // passes the thresholds' end, so every probe is in bounds.
+            while len > 1 {
+                let half = len / 2;
+                let step = simd.avx._mm256_set1_epi32(half as i32);
+                let probe_offset = simd.avx._mm256_set1_epi32(half as i32 - 1);
+                for v in 0..VECTORS {
+                    let probe = simd.avx2._mm256_add_epi32(base[v], probe_offset);
+                    // SAFETY: `probe < base + len <= thresholds.len()`.
+                    let t = unsafe { a._mm512_i32gather_pd::<8>(probe, at) };
+                    let below = a._mm512_cmp_pd_mask::<_CMP_LT_OQ>(t, x[v]);
+                    base[v] = a._mm256_mask_add_epi32(base[v], below, base[v], step);
+                }
+                len -= half;
+            }
+            if len == 1 {
+                let one = simd.avx._mm256_set1_epi32(1);
+                for v in 0..VECTORS {
+                    // SAFETY: `base < thresholds.len()` when one remains.
+                    let t = unsafe { a._mm512_i32gather_pd::<8>(base[v], at) };
+                    let below = a._mm512_cmp_pd_mask::<_CMP_LT_OQ>(t, x[v]);
+                    base[v] = a._mm256_mask_add_epi32(base[v], below, base[v], one);
+                }
+            }
+            for v in 0..VECTORS {
+                let nan = a._mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x[v], x[v]);
+                missing |= nan != 0;
+                let mut lanes = [0i32; 8];
+                // SAFETY: 8 lanes of 4 bytes fill the 8 words.
+                unsafe { a._mm256_storeu_epi32(lanes.as_mut_ptr(), base[v]) };
+                for (l, &rank) in lanes.iter().enumerate() {
+                    let rank = if nan >> l & 1 != 0 { RankNode::MISSING } else { rank as u16 };
+                    ranks[(start + 8 * v + l) * stride] = rank;
+                }
+            }
+        }
+        (whole, missing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::{self, Level};
+    use proptest::prelude::*;
+
+    #[test]
+    fn ranks_count_the_thresholds_below() {
+        let thresholds = [-1.0, 0.0, 2.5, 7.0, 9.0];
+        for x in [-5.0, -1.0, -0.5, -0.0, 0.0, 1e-300, 2.5, 3.0, 7.0, 8.0, 9.0, 10.0, f64::INFINITY, f64::NEG_INFINITY]
+        {
+            let expected = thresholds.iter().filter(|&&t| t < x).count() as u16;
+            assert_eq!(threshold_rank(&thresholds, x), expected, "x = {x}");
+            for k in 0..thresholds.len() {
+                assert_eq!(x <= thresholds[k], threshold_rank(&thresholds, x) <= k as u16, "x = {x}, k = {k}");
+            }
+        }
+        for len in 0..5 {
+            assert_eq!(threshold_rank(&thresholds[..len], 100.0), len as u16);
+            assert_eq!(threshold_rank(&thresholds[..len], -100.0), 0);
+        }
+    }
+
+    proptest! {
+        /// Every level ranks every value as a plain count of the thresholds
+        /// below it, NaN as missing, at any stride and length.
+        #[test]
+        fn ranks_count_the_thresholds_below_at_every_level(
+            mut thresholds in proptest::collection::vec(-50i32..50, 0..70),
+            values in proptest::collection::vec(prop_oneof![8 => (-120i32..120).prop_map(|v| f64::from(v) / 2.0), 1 => Just(f64::NAN)], 0..200),
+            stride in 1usize..4,
+        ) {
+            thresholds.sort_unstable();
+            thresholds.dedup();
+            let thresholds: Vec<f64> = thresholds.into_iter().map(f64::from).collect();
+            let expected: Vec<u16> = values
+                .iter()
+                .map(|&x| if x.is_nan() { RankNode::MISSING } else { thresholds.iter().filter(|&&t| t < x).count() as u16 })
+                .collect();
+            for level in Level::available() {
+                let mut ranks = vec![7u16; values.len() * stride];
+                let missing = dispatch::with_level(level, || threshold_ranks(&thresholds, &values, &mut ranks, stride)).unwrap();
+                let got: Vec<u16> = ranks.iter().step_by(stride).copied().collect();
+                prop_assert_eq!(&got, &expected, "{}", level);
+                prop_assert_eq!(missing, values.iter().any(|x| x.is_nan()));
+                prop_assert!(ranks.iter().enumerate().all(|(i, &r)| i % stride == 0 || r == 7), "only every stride-th slot is written");
+            }
+        }
+    }
+}
