@@ -190,6 +190,19 @@ pub fn run<K: pulp::WithSimd>(kernel: K) -> K::Output {
     }
 }
 
+/// The AVX-512 token when this thread's kernels run at [`Level::Avx512`]
+/// and the CPU has it: for kernels written with AVX-512 instructions alone
+/// (gathers, compresses), which other levels replace with scalar code.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn avx512() -> Option<pulp::x86::V4> {
+    if current() == Level::Avx512 {
+        pulp::x86::V4::try_new()
+    } else {
+        None
+    }
+}
+
 /// How many places ahead in a node's rows the histogram kernels prefetch a
 /// row's values: far enough to hide a miss to L3, near enough to stay cached.
 pub(crate) const PREFETCH_ROWS: usize = 16;

@@ -45,14 +45,34 @@ const GROUPS: usize = 2;
 /// once (on the flights forest, 64 is 6% faster than none, 16 slower than none).
 const PARTITION_MIN_ROWS: usize = 64;
 
+/// Walks the first rows of a block (`ranks`: `n_features` per row) through
+/// `tree`, writing each one's leaf value offset to `values`; returns how
+/// many rows it took (all but the last, or none when the block does not fit
+/// its 32-bit indices). `prefetch`: fetch each lane's next node ahead, for
+/// nodes beyond the L1 cache.
+pub(crate) fn walk_rows<const MISSING: bool, const CATEGORIES: bool>(
+    simd: V4,
+    tree: RankedTree<'_>,
+    ranks: &[u16],
+    n_features: usize,
+    values: &mut [u32],
+    prefetch: bool,
+) -> usize {
+    if prefetch {
+        pulp::Simd::vectorize(simd, GatherWalk::<MISSING, CATEGORIES, true> { simd, tree, ranks, n_features, values })
+    } else {
+        pulp::Simd::vectorize(simd, GatherWalk::<MISSING, CATEGORIES, false> { simd, tree, ranks, n_features, values })
+    }
+}
+
 /// One block's walk through one tree over ranks, in AVX-512 lanes;
-/// `PREFETCH`: fetch each lane's next node ahead (for nodes beyond the L1 cache).
-pub(crate) struct GatherWalk<'a, const MISSING: bool, const CATEGORIES: bool, const PREFETCH: bool> {
-    pub simd: V4,
-    pub tree: RankedTree<'a>,
-    pub ranks: &'a [u16],
-    pub n_features: usize,
-    pub values: &'a mut [u32],
+/// `PREFETCH`: fetch each lane's next node ahead.
+struct GatherWalk<'a, const MISSING: bool, const CATEGORIES: bool, const PREFETCH: bool> {
+    simd: V4,
+    tree: RankedTree<'a>,
+    ranks: &'a [u16],
+    n_features: usize,
+    values: &'a mut [u32],
 }
 
 impl<const MISSING: bool, const CATEGORIES: bool, const PREFETCH: bool> pulp::WithSimd

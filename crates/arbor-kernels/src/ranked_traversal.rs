@@ -111,7 +111,7 @@ pub struct RankedTree<'a> {
 /// [`RankNode::MISSING`] (false allows a leaner walk).
 ///
 /// At the `avx512` level every tree takes the gathered walk of
-/// [`gather_walk`](crate::gather_walk) (on flights, 0.65 of the scalar walk's
+/// `gather_walk.rs` (on flights, 0.65 of the scalar walk's
 /// time for the fully grown forest, 0.70 for depth-6 boosting); other levels
 /// walk in scalar lanes or, up to [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH) deep, level by level.
 pub fn ranked_leaves_block(tree: RankedTree<'_>, ranks: &[u16], n_features: usize, missing: bool, values: &mut [u32]) {
@@ -130,36 +130,11 @@ fn walk_block(
 ) {
     debug_assert_eq!(ranks.len(), values.len() * n_features);
     assert!(tree.sets.is_empty() || tree.sets.len().is_power_of_two(), "set words come in a power of two");
-    assert!(ranks.len() >= values.len() * n_features, "a block holds n_features ranks per row");
     macro_rules! walk {
         ($missing:literal, $categories:literal) => {{
-            #[allow(unused_mut)]
-            let (mut values, mut ranks) = (values, ranks);
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = prefetch_above;
-            #[cfg(target_arch = "x86_64")]
-            if crate::dispatch::current() == crate::dispatch::Level::Avx512 {
-                if let Some(simd) = pulp::x86::V4::try_new() {
-                    macro_rules! gather {
-                        ($prefetch:literal) => {
-                            pulp::Simd::vectorize(
-                                simd,
-                                crate::gather_walk::GatherWalk::<$missing, $categories, $prefetch> {
-                                    simd,
-                                    tree,
-                                    ranks,
-                                    n_features,
-                                    values: &mut *values,
-                                },
-                            )
-                        };
-                    }
-                    let walked =
-                        if std::mem::size_of_val(tree.nodes) > prefetch_above { gather!(true) } else { gather!(false) };
-                    values = &mut values[walked..];
-                    ranks = &ranks[walked * n_features..];
-                }
-            }
+            // The AVX-512 walk takes the block's first rows, the scalar one the rest.
+            let walked = gathered::<$missing, $categories>(tree, ranks, n_features, values, prefetch_above);
+            let (ranks, values) = (&ranks[walked * n_features..], &mut values[walked..]);
             crate::dispatch::run(RankedWalk::<$missing, $categories> { tree, ranks, n_features, values })
         }};
     }
@@ -257,6 +232,25 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
             }
         }
     }
+}
+
+/// Walks the first rows of a block with the gathered walk when this thread
+/// runs at `avx512`; returns how many (none at other levels).
+#[inline(always)]
+fn gathered<const MISSING: bool, const CATEGORIES: bool>(
+    tree: RankedTree<'_>,
+    ranks: &[u16],
+    n_features: usize,
+    values: &mut [u32],
+    prefetch_above: usize,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = crate::dispatch::avx512() {
+        let prefetch = std::mem::size_of_val(tree.nodes) > prefetch_above;
+        return crate::gather_walk::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values, prefetch);
+    }
+    let _ = (tree, ranks, n_features, values, prefetch_above);
+    0
 }
 
 /// Trees whose nodes take more bytes than this (an L1 data cache) have each

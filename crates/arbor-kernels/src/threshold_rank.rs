@@ -31,11 +31,9 @@ pub fn threshold_ranks(thresholds: &[f64], values: &[f64], ranks: &mut [u16], st
     let mut done = 0;
     let mut missing = false;
     #[cfg(target_arch = "x86_64")]
-    if crate::dispatch::current() == crate::dispatch::Level::Avx512 {
-        if let Some(simd) = pulp::x86::V4::try_new() {
-            let lanes = Lanes { simd, thresholds, values, ranks: &mut *ranks, stride };
-            (done, missing) = pulp::Simd::vectorize(simd, lanes);
-        }
+    if let Some(simd) = crate::dispatch::avx512() {
+        let lanes = Lanes { simd, thresholds, values, ranks: &mut *ranks, stride };
+        (done, missing) = pulp::Simd::vectorize(simd, lanes);
     }
     for (i, &x) in values.iter().enumerate().skip(done) {
         missing |= x.is_nan();
@@ -70,9 +68,6 @@ impl pulp::WithSimd for Lanes<'_> {
         let a = simd.avx512f;
         let group = VECTORS * 8;
         let whole = values.len() / group * group;
-        if thresholds.len() >= i32::MAX as usize {
-            return (0, false);
-        }
         let at = thresholds.as_ptr();
         let mut missing = false;
         for start in (0..whole).step_by(group) {
@@ -82,7 +77,8 @@ impl pulp::WithSimd for Lanes<'_> {
             let mut base = [simd.avx._mm256_set1_epi32(0); VECTORS];
             let mut len = thresholds.len();
             // The scalar search's steps, lane by lane: `base + len` never
-            // passes the thresholds' end, so every probe is in bounds.
+            // passes the thresholds' end, so every probe is in bounds (and
+            // fits an i32: there are at most `RankNode::MAX_RANK`).
             while len > 1 {
                 let half = len / 2;
                 let step = simd.avx._mm256_set1_epi32(half as i32);
