@@ -17,13 +17,20 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Starts writing `target` (in its directory, so the rename is atomic).
     pub fn create(target: &Path) -> Result<AtomicFile, CliError> {
-        let dir = match target.parent() {
+        let temp = tempfile::Builder::new()
+            .prefix(".arbor-")
+            .suffix(".tmp")
+            .tempfile_in(AtomicFile::directory(target))
+            .map_err(CliError::io(target))?;
+        Ok(AtomicFile { temp, target: target.to_owned() })
+    }
+
+    /// The directory `target` will be in, where its temporary files go.
+    pub fn directory(target: &Path) -> &Path {
+        match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
-        };
-        let temp =
-            tempfile::Builder::new().prefix(".arbor-").suffix(".tmp").tempfile_in(dir).map_err(CliError::io(target))?;
-        Ok(AtomicFile { temp, target: target.to_owned() })
+        }
     }
 
     /// The file handle to write to.

@@ -91,7 +91,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
             (model, oob, Some(data))
         }
         Algorithm::RandomForest => {
-            let (model, oob) = arbor_ensemble::train_forest_owned(data, &params, &on_progress)?;
+            // Finished trees wait in a temporary file beside the model, not in memory.
+            let dir = AtomicFile::directory(&args.output);
+            let (model, oob) = arbor_ensemble::train_forest_spilled(data, &params, &on_progress, dir)?;
             (model, oob, None)
         }
         Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None, None),

@@ -46,6 +46,14 @@ pub enum ArborError {
         /// What is wrong or unsupported, naming the construct.
         message: String,
     },
+    /// Finished trees could not be kept in a temporary file.
+    #[error("could not keep finished trees in a temporary file in '{}': {source}", dir.display())]
+    Spill {
+        /// The directory the file was to be in.
+        dir: std::path::PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
     /// An Arrow compute error.
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),

@@ -2,6 +2,8 @@
 //! with per-tree random streams, out-of-bag error and variable importance.
 
 use std::borrow::Cow;
+use std::ops::Range;
+use std::path::Path;
 
 use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::BinnedMatrix;
@@ -15,6 +17,7 @@ use crate::model::{Feature, Model};
 use crate::out_of_bag::{self, OutOfBag, TreeOob};
 use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
 use crate::tree_columns::{self, EncodedTrees};
+use crate::tree_sections::{Sections, Spill};
 use crate::trees::Trees;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -45,7 +48,7 @@ pub fn train_forest_with_oob(
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<(Model, Option<OutOfBag>)> {
-    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress)
+    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress, None)
 }
 
 /// [`train_forest_with_oob`] for a caller done with the data: unless
@@ -61,7 +64,24 @@ pub fn train_forest_owned(
     if !params.forest.oob_per_observation {
         data.input_row = Vec::new();
     }
-    grow_forest(&data, RawColumns::Owned(columns), params, on_progress)
+    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, None)
+}
+
+/// [`train_forest_owned`] that keeps each finished tree in an unnamed
+/// temporary file in `dir` instead of in memory: training holds the trees
+/// being grown, not the forest, and the model reads its trees from the
+/// file (mapped) when it is written or used. The same model bytes.
+pub fn train_forest_spilled(
+    mut data: TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+    dir: &Path,
+) -> Result<(Model, Option<OutOfBag>)> {
+    let columns = std::mem::take(&mut data.columns);
+    if !params.forest.oob_per_observation {
+        data.input_row = Vec::new();
+    }
+    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, Some(dir))
 }
 
 fn grow_forest(
@@ -69,6 +89,7 @@ fn grow_forest(
     mut columns: RawColumns<'_>,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
+    spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
     let task = data.task;
     params.validate(task)?;
@@ -109,6 +130,7 @@ fn grow_forest(
         columns.free();
     }
     let columns = columns.get();
+    let spill = spill_dir.map(Spill::create).transpose()?;
 
     let trees: Vec<_> = (0..fp.n_trees)
         .into_par_iter()
@@ -134,7 +156,9 @@ fn grow_forest(
                 None => Cow::Borrowed(&counts),
                 Some(_) => Cow::Owned(counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect()),
             };
-            let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
+            // Allocated at its size: a bootstrap keeps about 63% of the rows.
+            let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
+            rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
             let root_weight: f64 = weights.iter().sum();
             let settings = GrowSettings {
                 criterion,
@@ -167,21 +191,33 @@ fn grow_forest(
             let oob = want_oob.then(|| {
                 out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng)
             });
-            // The tree is kept encoded, a tenth of its nodes' memory.
+            // The tree is kept encoded, a tenth of its nodes' memory, or in the spill file.
             let section = tree_columns::encode_tree(&grown.tree, width);
+            let kept = match &spill {
+                Some(spill) => Kept::Spilled(spill.put(&section)?),
+                None => Kept::Held(section),
+            };
             let done = done.fetch_add(1, Ordering::Relaxed) + 1;
             on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
-            (section, grown.gain_per_feature, oob)
+            Ok((kept, grown.gain_per_feature, oob))
         })
-        .collect();
-    let mut sections = Vec::with_capacity(trees.len());
+        .collect::<Result<_>>()?;
+    let mut held = Vec::new();
+    let mut spans = Vec::new();
     let mut gains = Vec::with_capacity(trees.len());
     let mut per_tree_oob: Vec<TreeOob> = Vec::new();
-    for (section, gain, oob) in trees {
-        sections.push(section);
+    for (kept, gain, oob) in trees {
+        match kept {
+            Kept::Held(section) => held.push(section),
+            Kept::Spilled(span) => spans.push(span),
+        }
         gains.push(gain);
         per_tree_oob.extend(oob);
     }
+    let sections = match spill {
+        Some(spill) => spill.into_sections(spans)?,
+        None => Sections::Owned(held),
+    };
 
     // MDI (seed 000): MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t), not normalized.
     let mdi = (fp.importance == ImportanceKind::Mdi).then(|| {
@@ -215,6 +251,14 @@ fn grow_forest(
         boosting: None,
     };
     Ok((model, oob))
+}
+
+/// Where a finished tree's section is kept.
+enum Kept {
+    /// In memory.
+    Held(Vec<u8>),
+    /// At this byte range of the spill file.
+    Spilled(Range<usize>),
 }
 
 /// The model's view of the training features: names, types and bins.

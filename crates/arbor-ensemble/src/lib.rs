@@ -47,13 +47,14 @@ mod summary;
 mod tree;
 mod tree_builder;
 mod tree_columns;
+mod tree_sections;
 mod trees;
 mod xgboost_json;
 
 pub use boosting::{train_boosting, train_boosting_owned};
 pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
 pub use error::{ArborError, Result};
-pub use forest::{train_forest, train_forest_owned, train_forest_with_oob, tree_rng};
+pub use forest::{train_forest, train_forest_owned, train_forest_spilled, train_forest_with_oob, tree_rng};
 pub use label::{default_task, Classes, LabelInfo, Target};
 pub use model::{Boosting, EarlyStopping, Feature, Model};
 pub use model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};

@@ -63,12 +63,12 @@ pub(crate) struct GrownTree {
     pub tree: Tree,
     /// Impurity decrease (or boosting gain) owed to each feature (for MDI).
     pub gain_per_feature: Vec<f64>,
-    /// The rows grown on, grouped by leaf (`leaves` index into it), or as
-    /// given when `leaves` is empty.
+    /// The rows grown on, grouped by leaf (`leaves` index into it), or
+    /// none when `leaves` is empty.
     pub rows: Vec<u32>,
     /// Per leaf: the offset of its output in the tree's values, and its
     /// range in `rows`. Empty for trees grown on row records (forests'
-    /// classes), which regroup the records and leave the rows as given.
+    /// classes), which regroup the records and free the rows.
     pub leaves: Vec<(usize, std::ops::Range<usize>)>,
 }
 
@@ -228,7 +228,7 @@ pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
     rowwise: Option<RowWise<'_>>,
     target: &Target<'_>,
-    mut rows: Vec<u32>,
+    rows: Vec<u32>,
     weights: &[f64],
     counts: &[f64],
     settings: &GrowSettings,
@@ -260,6 +260,11 @@ pub(crate) fn grow_tree(
     });
     // Their rows as records in node order, when every feature's bins fit a byte.
     let records = keys.as_deref().and_then(|keys| RowRecords::new(matrix, &rows, keys));
+    let (keys, mut rows) = match records {
+        // The records carry each row's bins and key: nodes read nothing by row id.
+        Some(_) => (Some(Vec::new()), Vec::new()),
+        None => (keys, rows),
+    };
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
@@ -277,8 +282,6 @@ pub(crate) fn grow_tree(
         records,
         packed: packed.as_deref(),
         wide: Vec::new(),
-        record_scratch: Vec::new(),
-        second_record_scratch: Vec::new(),
         layout: Layout::new(matrix, stride),
         hist: vec![0.0; max_bins * stride],
         compact: CompactHistogram::default(),
@@ -323,15 +326,11 @@ struct Grower<'a, 't, R> {
     rowwise: Option<RowWise<'a>>,
     /// Each row's class and multiplicity, by row id, and the number of
     /// classes, for the histograms of drawn features (classes without
-    /// sample weights).
+    /// sample weights); the keys are empty when `records` carry them.
     keys: Option<(&'a [CountKey], usize)>,
     /// The same keys with every feature's bins, as records that move with
     /// the rows (drawn features; trees grown apart have none).
     records: Option<RowRecords>,
-    /// The records' right side while partitioning, and the second half's
-    /// when a large node is partitioned in two.
-    record_scratch: Vec<u8>,
-    second_record_scratch: Vec<u8>,
     /// Otherwise each row's statistics packed in four lanes, by row id
     /// (targets of at most four values per bin).
     packed: Option<&'a [RowStats]>,
@@ -352,7 +351,7 @@ struct Grower<'a, 't, R> {
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
     /// The tree's rows (a subtree's alone, when grown apart), regrouped by
-    /// node as the tree splits; left as given when `records` are regrouped instead.
+    /// node as the tree splits; empty when `records` are regrouped instead.
     rows: &'a mut [u32],
 }
 
@@ -417,8 +416,6 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             records: None,
             packed: self.packed,
             wide: Vec::new(),
-            record_scratch: Vec::new(),
-            second_record_scratch: Vec::new(),
             layout: self.layout.clone(),
             hist: Vec::new(),
             compact: CompactHistogram::default(),
@@ -492,6 +489,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         }
     }
 
+    /// The rows of node `p`, none when the records stand for them.
+    fn node_rows(&self, p: &Pending) -> &[u32] {
+        match self.records {
+            Some(_) => &[],
+            None => &self.rows[p.start..p.end],
+        }
+    }
+
     /// Whether a node of these statistics and rows at this depth is split
     /// (seed 000 "Termination Criteria"), or becomes a leaf.
     fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
@@ -513,7 +518,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
     fn evaluate(&mut self, mut p: Pending) -> Evaluated {
         let settings = self.settings;
-        if !self.splittable(&p.stats, &self.rows[p.start..p.end], p.depth) {
+        if !self.splittable(&p.stats, self.node_rows(&p), p.depth) {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
@@ -569,7 +574,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let (criterion, c) = (settings.criterion, &settings.constraints);
         let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
-        let node_rows = &self.rows[p.start..p.end];
+        // As `node_rows`, borrowing the rows alone.
+        let node_rows: &[u32] = if self.records.is_some() { &[] } else { &self.rows[p.start..p.end] };
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
         for i in 0..n_features {
@@ -744,15 +750,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let width = records.width();
             let records = records.records_mut(range);
             if records.len() < 2 * PARALLEL_ROWS * width {
-                return partition_records(records, width, f, rule, &mut self.record_scratch);
+                return partition_records(records, width, f, rule);
             }
             let half = records.len() / width / 2;
             let (first, second) = records.split_at_mut(half * width);
-            let (scratch, second_scratch) = (&mut self.record_scratch, &mut self.second_record_scratch);
-            let (left_first, left_second) = rayon::join(
-                || partition_records(first, width, f, rule, scratch),
-                || partition_records(second, width, f, rule, second_scratch),
-            );
+            let (left_first, left_second) =
+                rayon::join(|| partition_records(first, width, f, rule), || partition_records(second, width, f, rule));
             records[left_first * width..(half + left_second) * width].rotate_left((half - left_first) * width);
             return left_first + left_second;
         }

@@ -54,6 +54,7 @@ use crate::model_format::{Payload, FORMAT_VERSION};
 use crate::ranked_columns;
 use crate::ranked_forest::RankedForest;
 use crate::tree::{Node, SplitTest, Tree};
+use crate::tree_sections::Sections;
 use crate::trees::Trees;
 
 /// The node is a split (otherwise a leaf).
@@ -74,11 +75,12 @@ const KNOWN: u8 = SPLIT | DEFAULT_LEFT | CATEGORIES | ZERO_AS_MISSING | ZERO_LEF
 pub(crate) fn encode(trees: &[Tree], leaf_width: usize, out: &mut Vec<u8>) {
     let sections: Vec<Vec<u8>> = trees.par_iter().map(|tree| encode_tree(tree, leaf_width)).collect();
     out.reserve(8 + sections.iter().map(|s| 8 + s.len()).sum::<usize>());
+    let sections: Vec<&[u8]> = sections.iter().map(Vec::as_slice).collect();
     visit_sections(&sections, &mut |piece| out.extend_from_slice(piece));
 }
 
 /// Hands `f` the tree count, then each section after its length.
-fn visit_sections(sections: &[Vec<u8>], f: &mut impl FnMut(&[u8])) {
+fn visit_sections(sections: &[&[u8]], f: &mut impl FnMut(&[u8])) {
     f(&(sections.len() as u64).to_le_bytes());
     for section in sections {
         f(&(section.len() as u64).to_le_bytes());
@@ -92,7 +94,7 @@ fn visit_sections(sections: &[Vec<u8>], f: &mut impl FnMut(&[u8])) {
 /// file's sections; either writes them again as they are, and decodes the
 /// other forms from them only when something asks.
 pub(crate) struct EncodedTrees {
-    sections: Vec<Vec<u8>>,
+    sections: Sections,
     features: Vec<Feature>,
     leaf_width: usize,
 }
@@ -100,7 +102,7 @@ pub(crate) struct EncodedTrees {
 impl EncodedTrees {
     /// Sections in the format this build writes, encoded by [`encode_tree`]
     /// or read from a file and checked, so that they decode without error.
-    pub(crate) fn new(sections: Vec<Vec<u8>>, features: Vec<Feature>, leaf_width: usize) -> EncodedTrees {
+    pub(crate) fn new(sections: Sections, features: Vec<Feature>, leaf_width: usize) -> EncodedTrees {
         EncodedTrees { sections, features, leaf_width }
     }
 
@@ -111,12 +113,12 @@ impl EncodedTrees {
 
     /// Hands `f` the trees in the model format, in pieces, as [`encode`] would write them.
     pub(crate) fn visit(&self, f: &mut impl FnMut(&[u8])) {
-        visit_sections(&self.sections, f);
+        visit_sections(&self.sections.slices(), f);
     }
 
     /// The trees in the flat layout.
     pub(crate) fn flat(&self) -> Vec<FlatTree> {
-        match decode_sections(&self.sections, FORMAT_VERSION, &self.features, self.leaf_width) {
+        match decode_sections(&self.sections.slices(), FORMAT_VERSION, &self.features, self.leaf_width) {
             Ok(AllDecoded::Flat(flat)) => flat,
             Ok(AllDecoded::Lists(lists)) => lists.iter().map(FlatTree::new).collect(),
             Err(e) => unreachable!("encoded trees were checked or grown: {e}"),
@@ -128,7 +130,8 @@ impl EncodedTrees {
     pub(crate) fn ranked(&self) -> Option<RankedForest> {
         let columns: Vec<Columns<'_>> = self
             .sections
-            .par_iter()
+            .slices()
+            .into_par_iter()
             .map(|section| Columns::parse(section, FORMAT_VERSION, self.leaf_width).ok())
             .collect::<Option<_>>()?;
         ranked_columns::ranked_forest(&columns, &self.features, self.leaf_width)
@@ -175,7 +178,7 @@ pub(crate) fn read<R: Read>(
     let ranked = (version == FORMAT_VERSION).then(|| ranked_columns::ranked_forest(&columns, features, leaf_width));
     if let Some(ranked) = ranked.flatten() {
         drop(columns);
-        let encoded = EncodedTrees::new(sections, features.to_vec(), leaf_width);
+        let encoded = EncodedTrees::new(Sections::Owned(sections), features.to_vec(), leaf_width);
         return Ok(Trees::from_ranked(ranked, encoded));
     }
     Ok(match decode_columns(columns, features, leaf_width)? {
@@ -192,7 +195,7 @@ enum AllDecoded {
 
 /// Every tree of `sections`, parsed and decoded as [`decode_columns`] does.
 fn decode_sections(
-    sections: &[Vec<u8>],
+    sections: &[&[u8]],
     version: u32,
     features: &[Feature],
     leaf_width: usize,

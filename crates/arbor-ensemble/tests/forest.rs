@@ -104,20 +104,35 @@ fn numeric_width_does_not_change_the_trees() {
 }
 
 /// A forest that owns its data frees the raw columns once binned unless its
-/// out-of-bag results walk them: the same model bytes, error and importance.
+/// out-of-bag results walk them, and one that spills its finished trees to
+/// a file reads them back from there: the same model bytes, predictions,
+/// error and importance.
 #[test]
-fn owned_forests_match_borrowed_ones() {
+fn owned_and_spilled_forests_match_borrowed_ones() {
     let batch = read("flights_cls_train.parquet", 5_000);
+    let dir = tempfile::tempdir().unwrap();
     for options in
         ["n_trees=4", "n_trees=4 oob=true", "n_trees=4 importance=mda_scaled", "n_trees=3 split_method=exact"]
     {
         let params = TrainParams::parse_options(options).unwrap();
         let data = common::training_data(&batch, None, &params);
         let (borrowed, borrowed_oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &|_| {}).unwrap();
-        let (owned, owned_oob) = arbor_ensemble::train_forest_owned(data, &params, &|_| {}).unwrap();
-        assert_eq!(owned.to_bytes(), borrowed.to_bytes(), "{options}");
-        assert_eq!(owned_oob.map(|o| o.error), borrowed_oob.map(|o| o.error), "{options}");
+        let (owned, owned_oob) = arbor_ensemble::train_forest_owned(data.clone(), &params, &|_| {}).unwrap();
+        let (spilled, spilled_oob) = arbor_ensemble::train_forest_spilled(data, &params, &|_| {}, dir.path()).unwrap();
+        let bytes = borrowed.to_bytes();
+        assert_eq!(owned.to_bytes(), bytes, "{options}");
+        assert_eq!(spilled.to_bytes(), bytes, "{options}");
+        let mut written = Vec::new();
+        spilled.write_to(&mut written).unwrap();
+        assert_eq!(written, bytes, "{options}: written from the spill file");
+        assert_eq!(spilled.predict_batch(&batch).unwrap(), borrowed.predict_batch(&batch).unwrap(), "{options}");
+        assert_eq!(spilled.trees, borrowed.trees, "{options}: the node lists decode from the spill file");
+        let error = borrowed_oob.map(|o| o.error);
+        assert_eq!(owned_oob.map(|o| o.error), error, "{options}");
+        assert_eq!(spilled_oob.map(|o| o.error), error, "{options}");
+        assert_eq!(spilled.importance, borrowed.importance, "{options}");
     }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "spill files leave no name behind");
 }
 
 #[test]

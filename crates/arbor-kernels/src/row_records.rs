@@ -9,7 +9,7 @@
 use arbor_quantize::{BinColumn, BinnedMatrix};
 use pulp::{Simd, WithSimd};
 
-use crate::partition::{partition_by, threshold_test};
+use crate::partition::threshold_test;
 use crate::{CountKey, SplitRule};
 
 /// Widest record: features of at most 60 bins' bytes, then the key.
@@ -80,15 +80,13 @@ pub(crate) fn record_key<const W: usize>(record: &[u8; W]) -> CountKey {
 }
 
 /// Reorders `records` (of `width` bytes, see [`RowRecords`]) so the rows
-/// `rule` sends left by their bin of feature `f` come first, both sides
-/// keeping their order; returns how many went left. `scratch` is reused
-/// between calls.
-pub fn partition_records(records: &mut [u8], width: usize, f: usize, rule: &SplitRule, scratch: &mut Vec<u8>) -> usize {
+/// `rule` sends left by their bin of feature `f` come first; returns how
+/// many went left. In place, with no scratch: the order within each side
+/// is a fixed permutation, not the input's, which nothing reading records
+/// depends on (their histograms sum whole counts).
+pub fn partition_records(records: &mut [u8], width: usize, f: usize, rule: &SplitRule) -> usize {
     assert!(f + 4 < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
-    if scratch.len() < records.len() {
-        scratch.resize(records.len(), 0);
-    }
-    crate::dispatch::run(PartitionRecordsKernel { records, width, f, rule, scratch })
+    crate::dispatch::run(PartitionRecordsKernel { records, width, f, rule })
 }
 
 struct PartitionRecordsKernel<'a> {
@@ -96,7 +94,6 @@ struct PartitionRecordsKernel<'a> {
     width: usize,
     f: usize,
     rule: &'a SplitRule,
-    scratch: &'a mut [u8],
 }
 
 impl WithSimd for PartitionRecordsKernel<'_> {
@@ -116,19 +113,38 @@ impl WithSimd for PartitionRecordsKernel<'_> {
 impl PartitionRecordsKernel<'_> {
     #[inline(always)]
     fn by_rule<const W: usize>(self) -> usize {
-        let PartitionRecordsKernel { records, f, rule, scratch, .. } = self;
+        let PartitionRecordsKernel { records, f, rule, .. } = self;
         let records = bytemuck::cast_slice_mut::<u8, [u8; W]>(records);
-        let scratch = bytemuck::cast_slice_mut::<u8, [u8; W]>(scratch);
         match rule {
             SplitRule::Threshold { bin, missing_left } => {
                 let goes_left = threshold_test(*bin, *missing_left);
-                partition_by(records, |record| goes_left(usize::from(record[f])), scratch)
+                partition_in_place(records, |record| goes_left(usize::from(record[f])))
             }
             SplitRule::Categories { goes_left } => {
-                partition_by(records, |record| goes_left[usize::from(record[f])], scratch)
+                partition_in_place(records, |record| goes_left[usize::from(record[f])])
             }
         }
     }
+}
+
+/// Moves the items `goes_left` picks to the front, in place; returns how
+/// many there are. Branch-free: each item trades places with the first
+/// item of the right side (itself while there is none) and only a left
+/// one extends the left side, so `items[..n_left]` go left and
+/// `items[n_left..=i]` go right after step `i`.
+#[inline(always)]
+fn partition_in_place<T: Copy>(items: &mut [T], goes_left: impl Fn(&T) -> bool) -> usize {
+    let mut n_left = 0;
+    for i in 0..items.len() {
+        let item = items[i];
+        let left = usize::from(goes_left(&item));
+        // `n_left <= i`: the `min` says so to the compiler, which then checks no bounds.
+        let first_right = n_left.min(i);
+        items[i] = items[first_right];
+        items[first_right] = item;
+        n_left += left;
+    }
+    n_left
 }
 
 /// The largest and smallest nonzero bin of feature `f` among `records`:
@@ -166,16 +182,31 @@ mod tests {
             let mut by_rows = rows.clone();
             let n_left = partition_rows(&mut by_rows, matrix.column(2), &rule, &mut vec![0; rows.len()]);
             let mut moved = records.clone();
-            let all = 0..rows.len();
-            assert_eq!(partition_records(moved.records_mut(all.clone()), 16, 2, &rule, &mut Vec::new()), n_left);
-            for (record, &r) in
-                moved.records(all).chunks_exact(16).map(|c| <[u8; 16]>::try_from(c).unwrap()).zip(&by_rows)
-            {
-                for (f, &bin) in record[..5].iter().enumerate() {
-                    assert_eq!(u16::from(bin), matrix.column(f).get(r as usize));
-                }
-                assert_eq!(record_key(&record), keys[r as usize]);
-            }
+            assert_eq!(partition_records(moved.records_mut(0..rows.len()), 16, 2, &rule), n_left);
+            // Each side holds the records of the rows that went there, in some order.
+            let side = |records: &[u8]| {
+                let mut side: Vec<[u8; 16]> =
+                    records.chunks_exact(16).map(|c| <[u8; 16]>::try_from(c).unwrap()).collect();
+                side.sort_unstable();
+                side
+            };
+            let expected = |rows: &[u32]| {
+                let mut side: Vec<[u8; 16]> = rows
+                    .iter()
+                    .map(|&r| {
+                        let mut record = [0; 16];
+                        for (f, byte) in record[..5].iter_mut().enumerate() {
+                            *byte = matrix.column(f).get(r as usize) as u8;
+                        }
+                        record[12..].copy_from_slice(&keys[r as usize].to_le_bytes());
+                        record
+                    })
+                    .collect();
+                side.sort_unstable();
+                side
+            };
+            assert_eq!(side(moved.records(0..n_left)), expected(&by_rows[..n_left]));
+            assert_eq!(side(moved.records(n_left..rows.len())), expected(&by_rows[n_left..]));
         }
         records.records_mut(0..1)[2] = 0;
         let (last, first) = record_bin_range(records.records(0..rows.len()), 16, 2);
