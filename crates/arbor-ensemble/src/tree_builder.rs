@@ -9,10 +9,10 @@
 //!   smaller child's and gets the larger one by subtraction from the parent.
 
 use arbor_kernels::{
-    best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_keys, count_weight,
-    occupied_bins, partition_records, partition_row_bins, partition_rows, random_split, record_bin_range,
-    CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords, RowStats,
-    SplitCandidate, SplitConstraints, SplitRule, Stats, Target, MAX_RECORD_WIDTH,
+    best_split, build_histogram, build_histogram_packed, build_row_histograms, child_size, count_key, count_keys,
+    count_weight, keys_fit, occupied_bins, partition_records, partition_row_bins, partition_rows, random_split,
+    record_bin_range, CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords,
+    RowStats, SplitCandidate, SplitConstraints, SplitRule, Stats, Target, MAX_RECORD_WIDTH,
 };
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
@@ -246,10 +246,18 @@ pub(crate) fn grow_tree(
     // integer class counts when the rows carry no sample weights, otherwise
     // from packed row statistics.
     let draws = !all_features && !settings.random_splitter;
-    let keys = draws.then(|| count_keys(target, &rows, weights, counts)).flatten();
-    let n_classes = match *target {
-        Target::Classes { n_classes, .. } => n_classes,
-        _ => 0,
+    let keyed = draws && keys_fit(target, &rows, weights, counts);
+    let (labels, n_classes) = match *target {
+        Target::Classes { labels, n_classes } => (labels, n_classes),
+        _ => (&[][..], 0),
+    };
+    // Their rows as records in node order, when every feature's bins fit a
+    // byte; the records carry each row's bins and key, and nodes read
+    // nothing by row id. Otherwise the keys by row id.
+    let records = keyed.then(|| RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r))).flatten();
+    let (keys, mut rows) = match records {
+        Some(_) => (Some(Vec::new()), Vec::new()),
+        None => (keyed.then(|| count_keys(target, &rows, weights, counts)).flatten(), rows),
     };
     let packed = (draws && keys.is_none() && stride <= 4).then(|| {
         let mut packed = vec![[0.0; 4]; weights.len()];
@@ -258,13 +266,6 @@ pub(crate) fn grow_tree(
         }
         packed
     });
-    // Their rows as records in node order, when every feature's bins fit a byte.
-    let records = keys.as_deref().and_then(|keys| RowRecords::new(matrix, &rows, keys));
-    let (keys, mut rows) = match records {
-        // The records carry each row's bins and key: nodes read nothing by row id.
-        Some(_) => (Some(Vec::new()), Vec::new()),
-        None => (keys, rows),
-    };
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {

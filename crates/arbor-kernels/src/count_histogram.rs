@@ -23,28 +23,46 @@ pub type CountKey = u32;
 pub const MAX_COUNT_CLASSES: usize = 256;
 
 /// Each row's [`CountKey`], indexed by row id (zero for rows not in `rows`),
-/// when integer histograms equal the weighted ones: classes, at most
-/// [`MAX_COUNT_CLASSES`] of them, every row of `rows` weighing exactly its
-/// count, counts whole, from 1 to 2^24 − 1 (a row of count 0 would occupy a
-/// bin without a trace in the sums), and their sum within `u32`. `None` otherwise.
+/// when [`keys_fit`] says integer histograms equal the weighted ones.
+/// `None` otherwise.
 pub fn count_keys(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Option<Vec<CountKey>> {
-    let Target::Classes { labels, n_classes } = *target else { return None };
+    let Target::Classes { labels, .. } = *target else { return None };
+    keys_fit(target, rows, weights, counts).then(|| {
+        let mut keys = vec![0; weights.len()];
+        for &r in rows {
+            keys[r as usize] = count_key(labels, counts, r as usize);
+        }
+        keys
+    })
+}
+
+/// Whether integer histograms equal the weighted ones over `rows`: classes,
+/// at most [`MAX_COUNT_CLASSES`] of them, every row weighing exactly its
+/// count, counts whole, from 1 to 2^24 − 1 (a row of count 0 would occupy a
+/// bin without a trace in the sums), and their sum within `u32`.
+pub fn keys_fit(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> bool {
+    let Target::Classes { labels, n_classes } = *target else { return false };
     if n_classes > MAX_COUNT_CLASSES {
-        return None;
+        return false;
     }
-    let mut keys = vec![0; weights.len()];
     let mut total = 0u64;
     for &r in rows {
         let r = r as usize;
         let count = counts[r];
         let whole = count >= 1.0 && count < f64::from(1u32 << 24) && count.fract() == 0.0;
         if !whole || weights[r] != count || labels[r] as usize >= n_classes {
-            return None;
+            return false;
         }
-        keys[r] = (count as u32) << 8 | labels[r];
         total += count as u64;
     }
-    (total <= u64::from(u32::MAX)).then_some(keys)
+    total <= u64::from(u32::MAX)
+}
+
+/// Row `r`'s key: its count, then its class in the low byte (for rows
+/// [`keys_fit`] accepted).
+#[inline]
+pub fn count_key(labels: &[u32], counts: &[f64], r: usize) -> CountKey {
+    (counts[r] as u32) << 8 | labels[r]
 }
 
 /// One bin's values from its class sums: each class's weight, then the count

@@ -36,7 +36,7 @@ mod split;
 mod threshold_rank;
 mod traversal;
 
-pub use count_histogram::{count_keys, CountKey, RecordSums, MAX_COUNT_CLASSES};
+pub use count_histogram::{count_key, count_keys, keys_fit, CountKey, RecordSums, MAX_COUNT_CLASSES};
 pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
 pub use partition::{partition_row_bins, partition_rows};

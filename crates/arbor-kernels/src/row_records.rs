@@ -28,6 +28,12 @@ impl RowRecords {
     /// The records of `rows`, in that order, or `None` when a feature has
     /// more than 256 bins or the features outgrow [`MAX_RECORD_WIDTH`].
     pub fn new(matrix: &BinnedMatrix, rows: &[u32], keys: &[CountKey]) -> Option<RowRecords> {
+        RowRecords::with_keys(matrix, rows, |r| keys[r])
+    }
+
+    /// [`RowRecords::new`] with row `r`'s key given by `key(r)`: no array of
+    /// keys by row id is needed.
+    pub fn with_keys(matrix: &BinnedMatrix, rows: &[u32], key: impl Fn(usize) -> CountKey) -> Option<RowRecords> {
         let n_features = matrix.n_features();
         let width = (n_features + 4).next_power_of_two().max(8);
         if width > MAX_RECORD_WIDTH {
@@ -46,7 +52,7 @@ impl RowRecords {
             for (byte, bins) in record.iter_mut().zip(&columns) {
                 *byte = bins[r];
             }
-            record[width - 4..].copy_from_slice(&keys[r].to_le_bytes());
+            record[width - 4..].copy_from_slice(&key(r).to_le_bytes());
         }
         Some(RowRecords { bytes, width })
     }
@@ -157,7 +163,7 @@ pub fn record_bin_range(records: &[u8], width: usize, f: usize) -> (u8, Option<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{count_keys, partition_rows, Target};
+    use crate::{count_key, count_keys, partition_rows, Target};
     use arbor_quantize::{FeatureColumn, QuantizeParams};
 
     /// Records partition as the rows do, and keep each row's bins and key.
@@ -174,6 +180,8 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let keys = count_keys(&target, &rows, &counts, &counts).unwrap();
         let mut records = RowRecords::new(&matrix, &rows, &keys).unwrap();
+        let keyed = RowRecords::with_keys(&matrix, &rows, |r| count_key(&labels, &counts, r)).unwrap();
+        assert_eq!(keyed.records(0..rows.len()), records.records(0..rows.len()), "keys computed as they are needed");
         assert_eq!(records.width(), 16);
         for rule in [
             SplitRule::Threshold { bin: 6, missing_left: false },
