@@ -16,7 +16,9 @@ use crate::loss::{softmax, LossTarget, RowWeights};
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::raw_columns::RawColumns;
 use crate::tree::Tree;
-use crate::tree_builder::{bin_of, bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, FORK_MIN_ROWS};
+use crate::tree_builder::{
+    bin_of, bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS,
+};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -180,8 +182,7 @@ fn boost(
                 rowwise,
                 &kernel_target,
                 rows.into_owned(),
-                &counts,
-                &counts,
+                TreeWeights { counts: Cow::Borrowed(&counts), weights: None },
                 &settings,
                 ranges.as_ref(),
                 &mut rng,

@@ -15,7 +15,7 @@ use crate::dataset::TrainingData;
 use crate::label::Target;
 use crate::model::{Feature, Model};
 use crate::out_of_bag::{self, OutOfBag, TreeOob};
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, FORK_MIN_ROWS};
+use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::tree_columns::{self, EncodedTrees};
 use crate::tree_sections::{Sections, Spill};
 use crate::trees::Trees;
@@ -152,10 +152,9 @@ fn grow_forest(
                 }
             }
             // Without sample weights a row's weight is its count: no second array.
-            let weights: Cow<[f64]> = match &data.weights {
-                None => Cow::Borrowed(&counts),
-                Some(_) => Cow::Owned(counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect()),
-            };
+            let sample_weights: Option<Vec<f64>> =
+                data.weights.as_ref().map(|_| counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect());
+            let weights = sample_weights.as_deref().unwrap_or(&counts);
             // Allocated at its size: a bootstrap keeps about 63% of the rows.
             let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
             rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
@@ -179,18 +178,28 @@ fn grow_forest(
             };
             let mut row_stats = Vec::new();
             let rowwise = row_bins.as_ref().map(|bins| {
-                fill_row_stats(&target, &weights, &counts, &mut row_stats);
+                fill_row_stats(&target, weights, &counts, &mut row_stats);
                 RowWise { bins, stats: &row_stats }
             });
-            let mut grown =
-                grow_tree(&matrix, rowwise, &target, rows, &weights, &counts, &settings, ranges.as_ref(), &mut rng);
+            let sample_weights = sample_weights.map(Cow::Owned);
+            let grow = |counts| {
+                let weights = TreeWeights { counts, weights: sample_weights };
+                grow_tree(&matrix, rowwise, &target, rows, weights, &settings, ranges.as_ref(), &mut rng)
+            };
+            // The out-of-bag walks read the counts after growth; otherwise the
+            // tree owns them, and frees them once it no longer reads them.
+            let (mut grown, oob) = if want_oob {
+                let grown = grow(Cow::Borrowed(&counts));
+                let oob =
+                    out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng);
+                (grown, Some(oob))
+            } else {
+                (grow(Cow::Owned(counts)), None)
+            };
             // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
             if root_weight > 0.0 {
                 grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
             }
-            let oob = want_oob.then(|| {
-                out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng)
-            });
             // The tree is kept encoded, a tenth of its nodes' memory, or in the spill file.
             let section = tree_columns::encode_tree(&grown.tree, width);
             let kept = match &spill {

@@ -14,6 +14,8 @@ use arbor_kernels::{
     record_bin_range, CompactHistogram, CountKey, Criterion, NodeRows, RandomSplit, RecordSums, RowBins, RowRecords,
     RowStats, SplitCandidate, SplitConstraints, SplitRule, Stats, Target, MAX_RECORD_WIDTH,
 };
+use std::borrow::Cow;
+
 use arbor_quantize::BinnedMatrix;
 use rand::Rng;
 use rayon::prelude::*;
@@ -220,21 +222,32 @@ pub(crate) fn bin_ranges(columns: &[arbor_quantize::FeatureColumn], matrix: &Bin
         .collect()
 }
 
-/// Grows a tree over `rows` (each once; `counts`/`weights` carry bootstrap
-/// multiplicities and sample weights, indexed by row id): depth-first, or
-/// best-first when `settings.max_leaf_nodes > 0`.
+/// Each row's bootstrap multiplicity and weight, by row id: what a tree's
+/// rows weigh. Owned values are freed as soon as the tree no longer reads
+/// them (trees grown on row records read neither past their setup).
+pub(crate) struct TreeWeights<'a> {
+    /// How many times each row was drawn.
+    pub counts: Cow<'a, [f64]>,
+    /// Each row's weight; `None` when it is its count (no sample weights).
+    pub weights: Option<Cow<'a, [f64]>>,
+}
+
+/// Grows a tree over `rows` (each once, weighing as `tree_weights` say):
+/// depth-first, or best-first when `settings.max_leaf_nodes > 0`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
     rowwise: Option<RowWise<'_>>,
     target: &Target<'_>,
     rows: Vec<u32>,
-    weights: &[f64],
-    counts: &[f64],
+    tree_weights: TreeWeights<'_>,
     settings: &GrowSettings,
     ranges: Option<&BinRanges>,
     rng: &mut (impl Rng + Send),
 ) -> GrownTree {
+    let TreeWeights { counts: counts_held, weights: weights_held } = tree_weights;
+    let counts: &[f64] = &counts_held;
+    let weights: &[f64] = weights_held.as_deref().unwrap_or(counts);
     let n_features = matrix.n_features();
     let stride = target.stride();
     let max_bins = (0..n_features).map(|f| matrix.mapper(f).n_bins()).max().unwrap_or(1);
@@ -256,7 +269,10 @@ pub(crate) fn grow_tree(
     // nothing by row id. Otherwise the keys by row id.
     let records = keyed.then(|| RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r))).flatten();
     let (keys, mut rows) = match records {
-        Some(_) => (Some(Vec::new()), Vec::new()),
+        Some(_) => {
+            drop(rows);
+            (Some(Vec::new()), Vec::new())
+        }
         None => (keyed.then(|| count_keys(target, &rows, weights, counts)).flatten(), rows),
     };
     let packed = (draws && keys.is_none() && stride <= 4).then(|| {
@@ -266,6 +282,13 @@ pub(crate) fn grow_tree(
         }
         packed
     });
+    let (counts, weights) = if records.is_some() {
+        // Nodes on records read no counts or weights: those owned go now.
+        drop((counts_held, weights_held));
+        (&[][..], &[][..])
+    } else {
+        (counts, weights)
+    };
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
@@ -950,7 +973,8 @@ mod tests {
         let on = |fork_min_rows| {
             let mut unused = rand_chacha::ChaCha8Rng::seed_from_u64(0);
             let settings = GrowSettings { fork_min_rows, ..settings.clone() };
-            grow_tree(&matrix, None, &target, rows.clone(), &counts, &counts, &settings, None, &mut unused)
+            let weights = TreeWeights { counts: Cow::Borrowed(&counts), weights: None };
+            grow_tree(&matrix, None, &target, rows.clone(), weights, &settings, None, &mut unused)
         };
         let (sequential, apart) = (on(usize::MAX), on(64));
         assert!(sequential.tree.nodes.len() > 100, "deep enough to fork: {}", sequential.tree.nodes.len());

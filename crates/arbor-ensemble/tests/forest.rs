@@ -135,6 +135,23 @@ fn owned_and_spilled_forests_match_borrowed_ones() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "spill files leave no name behind");
 }
 
+/// Out-of-bag results read each tree's bootstrap counts after it is grown;
+/// without them a tree frees its counts once its row records hold them.
+/// The same trees either way.
+#[test]
+fn out_of_bag_results_do_not_change_the_trees() {
+    let batch = read("flights_cls_train.parquet", 5_000);
+    for (plain, with_oob) in [
+        ("n_trees=4", "n_trees=4 oob=true"),
+        (
+            "n_trees=3 sample_fraction=0.7 criterion=entropy",
+            "n_trees=3 sample_fraction=0.7 criterion=entropy importance=mda_raw",
+        ),
+    ] {
+        assert_eq!(fit(&batch, plain).trees, fit(&batch, with_oob).trees, "{plain}");
+    }
+}
+
 #[test]
 fn columns_read_one_at_a_time_train_the_same_model() {
     let batch = read("diamonds_reg_train.parquet", 3_000);
