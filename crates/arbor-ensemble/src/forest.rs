@@ -14,12 +14,13 @@ use rayon::prelude::*;
 use crate::dataset::TrainingData;
 use crate::label::Target;
 use crate::model::{Feature, Model};
-use crate::out_of_bag::{self, OutOfBag, TreeOob};
+use crate::out_of_bag::{self, OobFold, OutOfBag};
 use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::tree_columns::{self, EncodedTrees};
 use crate::tree_sections::{Sections, Spill};
 use crate::trees::Trees;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::raw_columns::RawColumns;
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
@@ -132,97 +133,102 @@ fn grow_forest(
     let columns = columns.get();
     let spill = spill_dir.map(Spill::create).transpose()?;
 
-    let trees: Vec<_> = (0..fp.n_trees)
-        .into_par_iter()
-        .map(|t| {
-            let mut rng = tree_rng(fp.seed, t);
-            let mut counts = vec![0.0; n];
-            if fp.bootstrap {
-                for _ in 0..n_draws {
-                    counts[rng.random_range(0..n)] += 1.0;
-                }
-            } else if n_draws == n {
-                counts.fill(1.0);
-            } else {
-                let mut order: Vec<u32> = (0..n as u32).collect();
-                for i in 0..n_draws {
-                    let j = rng.random_range(i..n);
-                    order.swap(i, j);
-                    counts[order[i] as usize] = 1.0;
-                }
+    // Per tree, where its section is kept and its gain per feature; the
+    // out-of-bag answers are folded as the trees finish.
+    let finished: Mutex<Vec<Option<Finished>>> = Mutex::new((0..fp.n_trees).map(|_| None).collect());
+    let oob_fold = want_oob.then(|| Mutex::new(OobFold::new(n, width, fp.voting, report_oob)));
+    each_tree_in_order(fp.n_trees, |t| {
+        let mut rng = tree_rng(fp.seed, t);
+        let mut counts = vec![0.0; n];
+        if fp.bootstrap {
+            for _ in 0..n_draws {
+                counts[rng.random_range(0..n)] += 1.0;
             }
-            // Without sample weights a row's weight is its count: no second array.
-            let sample_weights: Option<Vec<f64>> =
-                data.weights.as_ref().map(|_| counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect());
-            let weights = sample_weights.as_deref().unwrap_or(&counts);
-            // Allocated at its size: a bootstrap keeps about 63% of the rows.
-            let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
-            rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
-            let root_weight: f64 = weights.iter().sum();
-            let settings = GrowSettings {
-                criterion,
-                constraints: SplitConstraints {
-                    min_samples_leaf: fp.min_samples_leaf(task) as f64,
-                    min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
-                    min_samples_category: fp.min_samples_category as f64,
-                },
-                max_depth: fp.max_depth,
-                min_samples_split: fp.min_samples_split as f64,
-                features_per_node: m,
-                impurity_threshold: fp.impurity_threshold,
-                min_gain: fp.min_impurity_decrease * root_weight,
-                leaf_scale: 1.0,
-                random_splitter: fp.random_splitter,
-                max_leaf_nodes: fp.max_leaf_nodes,
-                fork_min_rows: FORK_MIN_ROWS,
-            };
-            let mut row_stats = Vec::new();
-            let rowwise = row_bins.as_ref().map(|bins| {
-                fill_row_stats(&target, weights, &counts, &mut row_stats);
-                RowWise { bins, stats: &row_stats }
-            });
-            let sample_weights = sample_weights.map(Cow::Owned);
-            let grow = |counts| {
-                let weights = TreeWeights { counts, weights: sample_weights };
-                grow_tree(&matrix, rowwise, &target, rows, weights, &settings, ranges.as_ref(), &mut rng)
-            };
-            // The out-of-bag walks read the counts after growth; otherwise the
-            // tree owns them, and frees them once it no longer reads them.
-            let (mut grown, oob) = if want_oob {
-                let grown = grow(Cow::Borrowed(&counts));
-                let oob =
-                    out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng);
-                (grown, Some(oob))
-            } else {
-                (grow(Cow::Owned(counts)), None)
-            };
-            // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
-            if root_weight > 0.0 {
-                grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
+        } else if n_draws == n {
+            counts.fill(1.0);
+        } else {
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            for i in 0..n_draws {
+                let j = rng.random_range(i..n);
+                order.swap(i, j);
+                counts[order[i] as usize] = 1.0;
             }
-            // The tree is kept encoded, a tenth of its nodes' memory, or in the spill file.
-            let section = tree_columns::encode_tree(&grown.tree, width);
-            let kept = match &spill {
-                Some(spill) => Kept::Spilled(spill.put(&section)?),
-                None => Kept::Held(section),
-            };
-            let done = done.fetch_add(1, Ordering::Relaxed) + 1;
-            on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
-            Ok((kept, grown.gain_per_feature, oob))
-        })
-        .collect::<Result<_>>()?;
+        }
+        // Without sample weights a row's weight is its count: no second array.
+        let sample_weights: Option<Vec<f64>> =
+            data.weights.as_ref().map(|_| counts.iter().enumerate().map(|(r, &c)| c * sample_weight(r)).collect());
+        let weights = sample_weights.as_deref().unwrap_or(&counts);
+        // Allocated at its size: a bootstrap keeps about 63% of the rows.
+        let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
+        rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
+        let root_weight: f64 = weights.iter().sum();
+        let settings = GrowSettings {
+            criterion,
+            constraints: SplitConstraints {
+                min_samples_leaf: fp.min_samples_leaf(task) as f64,
+                min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
+                min_samples_category: fp.min_samples_category as f64,
+            },
+            max_depth: fp.max_depth,
+            min_samples_split: fp.min_samples_split as f64,
+            features_per_node: m,
+            impurity_threshold: fp.impurity_threshold,
+            min_gain: fp.min_impurity_decrease * root_weight,
+            leaf_scale: 1.0,
+            random_splitter: fp.random_splitter,
+            max_leaf_nodes: fp.max_leaf_nodes,
+            fork_min_rows: FORK_MIN_ROWS,
+        };
+        let mut row_stats = Vec::new();
+        let rowwise = row_bins.as_ref().map(|bins| {
+            fill_row_stats(&target, weights, &counts, &mut row_stats);
+            RowWise { bins, stats: &row_stats }
+        });
+        let sample_weights = sample_weights.map(Cow::Owned);
+        let grow = |counts| {
+            let weights = TreeWeights { counts, weights: sample_weights };
+            grow_tree(&matrix, rowwise, &target, rows, weights, &settings, ranges.as_ref(), &mut rng)
+        };
+        // The out-of-bag walks read the counts after growth; otherwise the
+        // tree owns them, and frees them once it no longer reads them.
+        let (mut grown, oob) = if want_oob {
+            let grown = grow(Cow::Borrowed(&counts));
+            let oob =
+                out_of_bag::evaluate_tree(&grown.tree, data, columns, &counts, width, (report_oob, mda), &mut rng);
+            (grown, Some(oob))
+        } else {
+            (grow(Cow::Owned(counts)), None)
+        };
+        // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
+        if root_weight > 0.0 {
+            grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
+        }
+        // The tree is kept encoded, a tenth of its nodes' memory, or in the spill file.
+        let section = tree_columns::encode_tree(&grown.tree, width);
+        let kept = match &spill {
+            Some(spill) => Kept::Spilled(spill.put(&section)?),
+            None => Kept::Held(section),
+        };
+        if let (Some(fold), Some(oob)) = (&oob_fold, oob) {
+            lock(fold).add(t, oob, &data.target);
+        }
+        lock(&finished)[t] = Some(Finished { kept, gains: grown.gain_per_feature });
+        let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+        on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
+        Ok(())
+    })?;
     let mut held = Vec::new();
     let mut spans = Vec::new();
-    let mut gains = Vec::with_capacity(trees.len());
-    let mut per_tree_oob: Vec<TreeOob> = Vec::new();
-    for (kept, gain, oob) in trees {
+    let mut gains = Vec::with_capacity(fp.n_trees);
+    for tree in finished.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        let Finished { kept, gains: tree_gains } = tree.expect("every tree index was grown");
         match kept {
             Kept::Held(section) => held.push(section),
             Kept::Spilled(span) => spans.push(span),
         }
-        gains.push(gain);
-        per_tree_oob.extend(oob);
+        gains.push(tree_gains);
     }
+    let oob_fold = oob_fold.map(|fold| fold.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()));
     let sections = match spill {
         Some(spill) => spill.into_sections(spans)?,
         None => Sections::Owned(held),
@@ -236,10 +242,10 @@ fn grow_forest(
         }
         total.iter().map(|v| v / gains.len() as f64).collect::<Vec<f64>>()
     });
-    let oob = report_oob.then(|| out_of_bag::aggregate(&per_tree_oob, data, fp.voting, width, fp.oob_per_observation));
-    let importance = match fp.importance {
-        ImportanceKind::MdaRaw => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, false)),
-        ImportanceKind::MdaScaled => Some(out_of_bag::mean_decrease_accuracy(&per_tree_oob, n_features, true)),
+    let oob = oob_fold.as_ref().filter(|_| report_oob).map(|fold| fold.error(data, fp.oob_per_observation));
+    let importance = match (fp.importance, &oob_fold) {
+        (ImportanceKind::MdaRaw, Some(fold)) => Some(fold.mean_decrease_accuracy(n_features, false)),
+        (ImportanceKind::MdaScaled, Some(fold)) => Some(fold.mean_decrease_accuracy(n_features, true)),
         _ => mdi,
     };
 
@@ -260,6 +266,40 @@ fn grow_forest(
         boosting: None,
     };
     Ok((model, oob))
+}
+
+/// Runs `grow(t)` for every tree index on the thread pool, handing the
+/// indices out in order: trees finish about in order, so the few that
+/// finish ahead of a slower one are all the out-of-bag fold holds. Stops
+/// handing out trees at the first error, which it returns.
+fn each_tree_in_order(n_trees: usize, grow: impl Fn(usize) -> Result<()> + Sync) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let workers = rayon::current_num_threads().clamp(1, n_trees.max(1));
+    (0..workers).into_par_iter().try_for_each(|_| loop {
+        let t = next.fetch_add(1, Ordering::Relaxed);
+        if t >= n_trees || failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if let Err(e) = grow(t) {
+            failed.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
+    })
+}
+
+/// The value behind `mutex`, also after a panic elsewhere (which ends
+/// training anyway: nothing half-done in it is read).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What the forest keeps of a grown tree.
+struct Finished {
+    /// Its encoded section.
+    kept: Kept,
+    /// Its split gains per feature, for MDI.
+    gains: Vec<f64>,
 }
 
 /// Where a finished tree's section is kept.

@@ -5,6 +5,8 @@
 //! trains (in parallel, each with its own random stream); the forest-level
 //! figures are then summed in tree order, so they do not depend on the thread count.
 
+use std::collections::BTreeMap;
+
 use arbor_quantize::FeatureColumn;
 use rand::Rng;
 
@@ -115,70 +117,114 @@ pub(crate) fn evaluate_tree(
     TreeOob { leaves, values, increases }
 }
 
-/// The forest's out-of-bag error from every tree's out-of-bag answers: each
-/// row is predicted by the trees it was out of bag for, voting as the model votes.
-pub(crate) fn aggregate(
-    per_tree: &[TreeOob],
-    data: &TrainingData,
-    voting: Voting,
+/// Every tree's out-of-bag answers, folded in tree order while the trees
+/// finish in any order: a tree's answers wait only for the trees before it,
+/// so the forest holds a few trees' answers rather than all of them (about
+/// 1 MB a tree on flights), and each row's sums are added in tree order,
+/// whatever the thread count.
+pub(crate) struct OobFold {
     width: usize,
-    per_observation: bool,
-) -> OutOfBag {
-    let n = data.n_rows();
-    let mut votes = vec![0.0; n * width];
-    let mut seen = vec![0u32; n];
-    for oob in per_tree {
-        for &(r, leaf) in &oob.leaves {
+    voting: Voting,
+    /// Each row's summed answers (`width` values), when the error was asked.
+    votes: Vec<f64>,
+    /// How many trees each row was out of bag for.
+    seen: Vec<u32>,
+    /// Per tree folded, `E_{b,j} − E_b` for each feature (MDA).
+    increases: Vec<Vec<f64>>,
+    /// Trees that finished before one of the trees ahead of them.
+    waiting: BTreeMap<usize, TreeOob>,
+}
+
+impl OobFold {
+    /// An empty fold over `n_rows` training rows; `error` keeps the per-row
+    /// sums the out-of-bag error needs.
+    pub(crate) fn new(n_rows: usize, width: usize, voting: Voting, error: bool) -> OobFold {
+        OobFold {
+            width,
+            voting,
+            votes: if error { vec![0.0; n_rows * width] } else { Vec::new() },
+            seen: if error { vec![0; n_rows] } else { Vec::new() },
+            increases: Vec::new(),
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// Takes tree `t`'s answers; folds them, and those of the trees after
+    /// it that were waiting, once every tree before it is folded.
+    pub(crate) fn add(&mut self, t: usize, tree: TreeOob, target: &Target) {
+        self.waiting.insert(t, tree);
+        while let Some(tree) = self.waiting.remove(&self.increases.len()) {
+            self.fold(tree, target);
+        }
+    }
+
+    fn fold(&mut self, tree: TreeOob, target: &Target) {
+        let width = self.width;
+        for &(r, leaf) in &tree.leaves {
             let (r, leaf) = (r as usize, leaf as usize);
-            let leaf_values = &oob.values[leaf..leaf + width];
-            let row_votes = &mut votes[r * width..(r + 1) * width];
-            match (&data.target, voting) {
+            let leaf_values = &tree.values[leaf..leaf + width];
+            let row_votes = &mut self.votes[r * width..(r + 1) * width];
+            match (target, self.voting) {
                 (Target::Classes(_), Voting::Unweighted) => row_votes[arg_max(leaf_values)] += 1.0,
                 _ => row_votes.iter_mut().zip(leaf_values).for_each(|(v, l)| *v += l),
             }
-            seen[r] += 1;
+            self.seen[r] += 1;
+        }
+        self.increases.push(tree.increases);
+    }
+
+    /// The forest's out-of-bag error: each row is predicted by the trees it
+    /// was out of bag for, voting as the model votes. Every tree must have
+    /// been added.
+    pub(crate) fn error(&self, data: &TrainingData, per_observation: bool) -> OutOfBag {
+        debug_assert!(self.waiting.is_empty(), "trees missing before {:?}", self.waiting.keys().next());
+        let (votes, seen, width) = (&self.votes, &self.seen, self.width);
+        let observations: Vec<OobObservation> = (0..data.n_rows())
+            .map(|r| {
+                if seen[r] == 0 {
+                    return OobObservation { prediction: None, error: None };
+                }
+                let row_votes = &votes[r * width..(r + 1) * width];
+                let (prediction, error) = match &data.target {
+                    Target::Classes(labels) => {
+                        let class = arg_max(row_votes);
+                        (class as f64, f64::from(class != labels[r] as usize))
+                    }
+                    Target::Values(y) => {
+                        let value = row_votes[0] / f64::from(seen[r]);
+                        (value, (y[r] - value).powi(2))
+                    }
+                };
+                OobObservation { prediction: Some(prediction), error: Some(error) }
+            })
+            .collect();
+        let rows = seen.iter().filter(|&&s| s > 0).count();
+        let total: f64 = observations.iter().filter_map(|o| o.error).sum();
+        OutOfBag {
+            error: if rows > 0 { total / rows as f64 } else { f64::NAN },
+            rows,
+            per_observation: per_observation.then(|| data.in_input_order(&observations)),
         }
     }
-    let observations: Vec<OobObservation> = (0..n)
-        .map(|r| {
-            if seen[r] == 0 {
-                return OobObservation { prediction: None, error: None };
-            }
-            let row_votes = &votes[r * width..(r + 1) * width];
-            let (prediction, error) = match &data.target {
-                Target::Classes(labels) => {
-                    let class = arg_max(row_votes);
-                    (class as f64, f64::from(class != labels[r] as usize))
-                }
-                Target::Values(y) => {
-                    let value = row_votes[0] / f64::from(seen[r]);
-                    (value, (y[r] - value).powi(2))
-                }
-            };
-            OobObservation { prediction: Some(prediction), error: Some(error) }
-        })
-        .collect();
-    let rows = seen.iter().filter(|&&s| s > 0).count();
-    let total: f64 = observations.iter().filter_map(|o| o.error).sum();
-    OutOfBag {
-        error: if rows > 0 { total / rows as f64 } else { f64::NAN },
-        rows,
-        per_observation: per_observation.then(|| data.in_input_order(&observations)),
+
+    /// Mean decrease of accuracy per feature (seed 000) over the trees folded.
+    pub(crate) fn mean_decrease_accuracy(&self, n_features: usize, scaled: bool) -> Vec<f64> {
+        mean_decrease_accuracy(&self.increases, n_features, scaled)
     }
 }
 
 /// Mean decrease of accuracy per feature (seed 000): the mean over trees of
 /// the error increase `E_{b,j} − E_b`; `scaled` divides it by its standard
 /// error `σ_j / √B` (0 when every tree agrees exactly).
-pub(crate) fn mean_decrease_accuracy(per_tree: &[TreeOob], n_features: usize, scaled: bool) -> Vec<f64> {
+fn mean_decrease_accuracy(per_tree: &[Vec<f64>], n_features: usize, scaled: bool) -> Vec<f64> {
     let b = per_tree.len() as f64;
     (0..n_features)
         .map(|j| {
-            let raw = per_tree.iter().map(|t| t.increases[j]).sum::<f64>() / b;
+            let raw = per_tree.iter().map(|t| t[j]).sum::<f64>() / b;
             if !scaled {
                 return raw;
             }
-            let variance = per_tree.iter().map(|t| (t.increases[j] - raw).powi(2)).sum::<f64>() / b;
+            let variance = per_tree.iter().map(|t| (t[j] - raw).powi(2)).sum::<f64>() / b;
             let standard_error = variance.sqrt() / b.sqrt();
             if standard_error > 0.0 {
                 raw / standard_error
@@ -187,4 +233,42 @@ pub(crate) fn mean_decrease_accuracy(per_tree: &[TreeOob], n_features: usize, sc
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three trees' answers for regression rows, whose sums depend on the
+    /// order they are added in.
+    fn trees() -> Vec<TreeOob> {
+        (0..3)
+            .map(|t| TreeOob {
+                leaves: (0..4).map(|r| (r, (r + t) % 3)).collect(),
+                values: vec![0.1 * f64::from(t + 1), 1e16, 0.3 / f64::from(t + 1)],
+                increases: vec![f64::from(t), 1.0 / f64::from(t + 1)],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trees_folded_out_of_order_sum_as_in_order() {
+        let target = Target::Values(vec![0.0; 4]);
+        let mut in_order = OobFold::new(4, 1, Voting::Weighted, true);
+        for (t, tree) in trees().into_iter().enumerate() {
+            in_order.add(t, tree, &target);
+        }
+        let mut shuffled = OobFold::new(4, 1, Voting::Weighted, true);
+        let mut trees = trees().into_iter().map(Some).collect::<Vec<_>>();
+        // Tree 2 waits for trees 0 and 1; tree 1's arrival folds both.
+        for (t, folded) in [(2, 0), (0, 1), (1, 3)] {
+            shuffled.add(t, trees[t].take().unwrap(), &target);
+            assert_eq!(shuffled.increases.len(), folded, "after tree {t}");
+        }
+        let bits = |fold: &OobFold| fold.votes.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&shuffled), bits(&in_order));
+        assert_eq!(shuffled.seen, vec![3; 4]);
+        assert_eq!(shuffled.increases, in_order.increases);
+        assert!(shuffled.waiting.is_empty());
+    }
 }
