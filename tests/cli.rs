@@ -264,6 +264,12 @@ fn bad_input_gives_one_clear_error_and_no_output() {
     let e = train_with("ok.parquet", &flights, &["--set", "max_depth=-1"]);
     assert!(e.contains("max_depth"), "{e}");
 
+    // an output that cannot be written is named before any training
+    let ok_input = dir.path().join("ok.parquet");
+    let nowhere = dir.path().join("no-such-dir").join("m.arbor");
+    let e = fails(&["train", "--input", s(&ok_input), "--label", "label", "--output", s(&nowhere)]);
+    assert!(e.contains("no-such-dir") && !e.contains("trained"), "{e}");
+
     // a model, then inputs that do not fit it
     let train = dir.path().join("ok.parquet");
     ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=2"]);

@@ -59,6 +59,8 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
                 .into(),
         ));
     }
+    // Opened first, so an output that cannot be written fails before training.
+    let mut file = AtomicFile::create(&args.output)?;
     let start = Instant::now();
     // Read a column at a time: the whole table is never in memory.
     let input = parquet_io::ColumnReader::open(&args.input)?;
@@ -107,7 +109,6 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         (_, Some(oob), _) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
         _ => String::new(),
     };
-    let mut file = AtomicFile::create(&args.output)?;
     let written = model.write_to(std::io::BufWriter::new(file.file())).map_err(CliError::io(&args.output))?;
     file.commit()?;
     let stopped = match model.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()) {
