@@ -35,8 +35,8 @@ pub fn train_boosting(
 
 /// [`train_boosting`] for a caller done with the data: the raw feature
 /// columns are freed once binned, and rows the trees did not grow on (held
-/// out, not sampled) walk each tree on their bins instead (see
-/// [`bin_values`]). The model bytes are the same.
+/// out, not sampled) walk each tree on stand-in values of their bins
+/// instead. The model bytes are the same.
 pub fn train_boosting_owned(
     mut data: TrainingData,
     params: &TrainParams,
