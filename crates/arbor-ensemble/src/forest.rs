@@ -56,16 +56,11 @@ pub fn train_forest_with_oob(
 /// out-of-bag results or an MDA importance walk the raw values, the raw
 /// feature columns are freed once binned. The same model.
 pub fn train_forest_owned(
-    mut data: TrainingData,
+    data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<(Model, Option<OutOfBag>)> {
-    let columns = std::mem::take(&mut data.columns);
-    // Only per-row out-of-bag results are put back into input order.
-    if !params.forest.oob_per_observation {
-        data.input_row = Vec::new();
-    }
-    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, None)
+    grow_owned(data, params, on_progress, None)
 }
 
 /// [`train_forest_owned`] that keeps each finished tree in an unnamed
@@ -73,16 +68,27 @@ pub fn train_forest_owned(
 /// being grown, not the forest, and the model reads its trees from the
 /// file (mapped) when it is written or used. The same model bytes.
 pub fn train_forest_spilled(
-    mut data: TrainingData,
+    data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     dir: &Path,
 ) -> Result<(Model, Option<OutOfBag>)> {
+    grow_owned(data, params, on_progress, Some(dir))
+}
+
+/// Grows a forest on data no one reads after, freeing what it can of it.
+fn grow_owned(
+    mut data: TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+    spill_dir: Option<&Path>,
+) -> Result<(Model, Option<OutOfBag>)> {
     let columns = std::mem::take(&mut data.columns);
+    // Only per-row out-of-bag results are put back into input order.
     if !params.forest.oob_per_observation {
         data.input_row = Vec::new();
     }
-    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, Some(dir))
+    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, spill_dir)
 }
 
 fn grow_forest(
