@@ -335,6 +335,7 @@ fn out_of_bag_results_per_row_and_in_inspect() {
 
     let rows = read(&oob);
     assert_eq!(rows.num_rows(), 4000);
+    assert_eq!(rows.column(0), read(&subset).column_by_name("label").unwrap(), "the labels, in input order");
     assert_eq!(rows.schema().field(1).name(), "oob_prediction");
     assert_eq!(rows.column(1).data_type(), &DataType::Int32, "predictions in the label's type");
     let errors = rows.column_by_name("oob_error").unwrap().as_primitive::<Float64Type>();

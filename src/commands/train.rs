@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arbor_ensemble::{Algorithm, ArborError, Model, OutOfBag, Progress, Target, TrainParams, TrainingData};
+use arbor_ensemble::{Algorithm, ArborError, Model, OutOfBag, Progress, Task, TrainParams, TrainingData};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
 use arrow::compute::nullif;
 use parquet::arrow::ArrowWriter;
@@ -86,27 +86,22 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
             _ => {}
         }
     };
-    // Training frees what it can of the data, unless the per-row out-of-bag file needs it after.
-    let (model, oob, data) = match params.algorithm.0 {
-        Algorithm::RandomForest if args.oob_output.is_some() => {
-            let (model, oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &on_progress)?;
-            (model, oob, Some(data))
-        }
+    // Training frees what it can of the data.
+    let (model, oob) = match params.algorithm.0 {
         Algorithm::RandomForest => {
             // Finished trees wait in a temporary file beside the model, not in memory.
             let dir = AtomicFile::directory(&args.output);
-            let (model, oob) = arbor_ensemble::train_forest_spilled(data, &params, &on_progress, dir)?;
-            (model, oob, None)
+            arbor_ensemble::train_forest_spilled(data, &params, &on_progress, dir)?
         }
-        Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None, None),
+        Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None),
     };
     bar.finish_and_clear();
-    let oob_report = match (&args.oob_output, &oob, &data) {
-        (Some(path), Some(oob), Some(data)) => {
-            write_oob(path, &model, data, oob)?;
+    let oob_report = match (&args.oob_output, &oob) {
+        (Some(path), Some(oob)) => {
+            write_oob(path, &model, oob)?;
             format!("; out-of-bag error {:.6} on {} rows, per row in {}", oob.error, oob.rows, path.display())
         }
-        (_, Some(oob), _) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
+        (_, Some(oob)) => format!("; out-of-bag error {:.6} on {} rows", oob.error, oob.rows),
         _ => String::new(),
     };
     let written = model.write_to(std::io::BufWriter::new(file.file())).map_err(CliError::io(&args.output))?;
@@ -134,24 +129,21 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
 /// Writes per-row out-of-bag results: the label, `oob_prediction` and
 /// `oob_error` (null for rows that were in every tree's bag), one row per
 /// training row with a non-null label, in input order.
-fn write_oob(path: &Path, model: &Model, data: &TrainingData, oob: &OutOfBag) -> Result<(), CliError> {
+fn write_oob(path: &Path, model: &Model, oob: &OutOfBag) -> Result<(), CliError> {
     let rows = oob.per_observation.as_ref().ok_or_else(|| CliError::Usage("no per-row out-of-bag results".into()))?;
-    // Training keeps rows in its own order; the file follows the input's.
-    let (label, prediction): (ArrayRef, ArrayRef) = match (&data.target, &model.label.classes) {
-        (Target::Classes(labels), Some(classes)) => {
+    let (label, prediction): (ArrayRef, ArrayRef) = match (model.task, &model.label.classes) {
+        (Task::Classification, Some(classes)) => {
             let label_type = model.label.arrow_type()?;
+            let labels: Vec<u32> = rows.iter().map(|o| o.label as u32).collect();
             let index: Vec<u32> = rows.iter().map(|o| o.prediction.unwrap_or(0.0) as u32).collect();
             let never_out = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_none())));
-            (
-                classes.take(&data.in_input_order(labels), &label_type)?,
-                nullif(&classes.take(&index, &label_type)?, &never_out)?,
-            )
+            (classes.take(&labels, &label_type)?, nullif(&classes.take(&index, &label_type)?, &never_out)?)
         }
-        (Target::Values(y), _) => (
-            Arc::new(Float64Array::from(data.in_input_order(y))),
+        (Task::Regression, _) => (
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|o| o.label))),
             Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.prediction))),
         ),
-        (Target::Classes(_), None) => return Err(CliError::Usage("a classification model without classes".into())),
+        (Task::Classification, None) => return Err(CliError::Usage("a classification model without classes".into())),
     };
     let error: ArrayRef = Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.error)));
     let batch = RecordBatch::try_from_iter([

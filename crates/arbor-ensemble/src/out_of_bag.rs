@@ -32,6 +32,8 @@ pub struct OutOfBag {
 /// One training row's out-of-bag prediction and error (seed 000 `OOB(x_i)`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OobObservation {
+    /// The row's label: class index (classification) or value (regression).
+    pub label: f64,
     /// Class index (classification) or value (regression); `None` when the
     /// row was in every tree's bootstrap set.
     pub prediction: Option<f64>,
@@ -181,21 +183,25 @@ impl OobFold {
         let (votes, seen, width) = (&self.votes, &self.seen, self.width);
         let observations: Vec<OobObservation> = (0..data.n_rows())
             .map(|r| {
+                let label = match &data.target {
+                    Target::Classes(labels) => f64::from(labels[r]),
+                    Target::Values(y) => y[r],
+                };
                 if seen[r] == 0 {
-                    return OobObservation { prediction: None, error: None };
+                    return OobObservation { label, prediction: None, error: None };
                 }
                 let row_votes = &votes[r * width..(r + 1) * width];
                 let (prediction, error) = match &data.target {
-                    Target::Classes(labels) => {
+                    Target::Classes(_) => {
                         let class = arg_max(row_votes);
-                        (class as f64, f64::from(class != labels[r] as usize))
+                        (class as f64, f64::from(class as f64 != label))
                     }
-                    Target::Values(y) => {
+                    Target::Values(_) => {
                         let value = row_votes[0] / f64::from(seen[r]);
-                        (value, (y[r] - value).powi(2))
+                        (value, (label - value).powi(2))
                     }
                 };
-                OobObservation { prediction: Some(prediction), error: Some(error) }
+                OobObservation { label, prediction: Some(prediction), error: Some(error) }
             })
             .collect();
         let rows = seen.iter().filter(|&&s| s > 0).count();

@@ -268,12 +268,13 @@ pub(crate) fn grow_tree(
     // byte; the records carry each row's bins and key, and nodes read
     // nothing by row id. Otherwise the keys by row id.
     let records = keyed.then(|| RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r))).flatten();
-    let (keys, mut rows) = match records {
+    let (keys, mut rows, counts, weights) = match records {
+        // Nodes on records read no row ids, keys, counts or weights: those owned go now.
         Some(_) => {
-            drop(rows);
-            (Some(Vec::new()), Vec::new())
+            drop((rows, counts_held, weights_held));
+            (Some(Vec::new()), Vec::new(), &[][..], &[][..])
         }
-        None => (keyed.then(|| count_keys(target, &rows, weights, counts)).flatten(), rows),
+        None => (keyed.then(|| count_keys(target, &rows, weights, counts)).flatten(), rows, counts, weights),
     };
     let packed = (draws && keys.is_none() && stride <= 4).then(|| {
         let mut packed = vec![[0.0; 4]; weights.len()];
@@ -282,13 +283,6 @@ pub(crate) fn grow_tree(
         }
         packed
     });
-    let (counts, weights) = if records.is_some() {
-        // Nodes on records read no counts or weights: those owned go now.
-        drop((counts_held, weights_held));
-        (&[][..], &[][..])
-    } else {
-        (counts, weights)
-    };
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
@@ -513,14 +507,6 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         }
     }
 
-    /// The rows of node `p`, none when the records stand for them.
-    fn node_rows(&self, p: &Pending) -> &[u32] {
-        match self.records {
-            Some(_) => &[],
-            None => &self.rows[p.start..p.end],
-        }
-    }
-
     /// Whether a node of these statistics and rows at this depth is split
     /// (seed 000 "Termination Criteria"), or becomes a leaf.
     fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
@@ -542,7 +528,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
     fn evaluate(&mut self, mut p: Pending) -> Evaluated {
         let settings = self.settings;
-        if !self.splittable(&p.stats, self.node_rows(&p), p.depth) {
+        if !self.splittable(&p.stats, node_rows(self.rows, &self.records, &p), p.depth) {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
@@ -598,8 +584,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let (criterion, c) = (settings.criterion, &settings.constraints);
         let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
-        // As `node_rows`, borrowing the rows alone.
-        let node_rows: &[u32] = if self.records.is_some() { &[] } else { &self.rows[p.start..p.end] };
+        let node_rows = node_rows(self.rows, &self.records, p);
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
         for i in 0..n_features {
@@ -843,6 +828,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         if self.records.is_none() {
             self.leaves.push((offset, p.start..p.end));
         }
+    }
+}
+
+/// The rows of node `p`, none when the records stand for them (the rows
+/// were freed).
+fn node_rows<'r>(rows: &'r [u32], records: &Option<RowRecords>, p: &Pending) -> &'r [u32] {
+    match records {
+        Some(_) => &[],
+        None => &rows[p.start..p.end],
     }
 }
 

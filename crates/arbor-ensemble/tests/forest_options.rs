@@ -234,6 +234,7 @@ fn out_of_bag_error_per_observation() {
     assert_eq!(model.oob_error, Some(oob.error));
     let labels = train.column_by_name("label").unwrap().as_primitive::<Int32Type>();
     for (r, o) in rows.iter().enumerate().take(200) {
+        assert_eq!(o.label, f64::from(labels.value(r)), "row {r}: classes 0 and 1 are their own indices");
         if let (Some(p), Some(e)) = (o.prediction, o.error) {
             assert_eq!(e, f64::from(p as i32 != labels.value(r)), "row {r}");
         }
