@@ -23,86 +23,31 @@
 //! assert_eq!(predictions.class_index()[150], 1);
 //! ```
 
-mod boosting;
-mod canonical_order;
-mod dataset;
-mod dot;
+mod data;
 mod error;
-mod flat_tree;
-mod forest;
-mod key_map;
-mod label;
-mod lightgbm_text;
-mod loss;
+mod format;
+mod interop;
 mod model;
-mod model_builder;
-mod model_format;
-mod out_of_bag;
 mod params;
 mod predict;
-mod ranked_columns;
-mod ranked_forest;
-mod raw_columns;
-mod summary;
-mod tree;
-mod tree_builder;
-mod tree_columns;
-mod tree_sections;
-mod trees;
-mod xgboost_json;
+mod train;
 
-pub use boosting::{train_boosting, train_boosting_owned};
-pub use dataset::{FeatureSpec, NamedColumn, TrainingData};
+pub use data::dataset::{FeatureSpec, NamedColumn, TrainingData};
+pub use data::label::{default_task, Classes, LabelInfo, Target};
 pub use error::{ArborError, Result};
-pub use forest::{train_forest, train_forest_owned, train_forest_spilled, train_forest_with_oob, tree_rng};
-pub use label::{default_task, Classes, LabelInfo, Target};
-pub use model::{Boosting, EarlyStopping, Feature, Model};
-pub use model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
-pub use model_format::{fingerprint, FORMAT_VERSION, MAGIC};
-pub use out_of_bag::{OobObservation, OutOfBag};
+pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
+pub use model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
+pub use model::feature::Feature;
+pub use model::tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
+pub use model::trees::Trees;
+pub use model::{Boosting, EarlyStopping, Model};
 pub use params::{
     Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
     TrainParams, Voting, OPTION_KEYS,
 };
 pub use predict::Predictions;
-pub use tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
-pub use trees::Trees;
-
-/// Boosting reports its training loss every this many rounds.
-pub const TRAIN_LOSS_EVERY: usize = 10;
-
-/// How far training has come, reported after each tree (forest) or round (boosting).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Progress {
-    /// Trees or rounds done.
-    pub done: usize,
-    /// Trees or rounds asked for.
-    pub total: usize,
-    /// Boosting: the mean training loss after this round, reported every
-    /// [`TRAIN_LOSS_EVERY`] rounds and on the last (each costs a pass over the rows).
-    pub train_loss: Option<f64>,
-    /// Boosting with early stopping: the mean validation loss after this round.
-    pub valid_loss: Option<f64>,
-}
-
-/// Trains the model `params` ask for; `on_progress` hears of each tree or round.
-pub fn train(data: &TrainingData, params: &TrainParams, on_progress: &(dyn Fn(&Progress) + Sync)) -> Result<Model> {
-    match params.algorithm.0 {
-        Algorithm::RandomForest => train_forest(data, params, on_progress),
-        Algorithm::GradientBoosting => train_boosting(data, params, on_progress),
-    }
-}
-
-/// [`train`] for a caller done with the data, which it may free as it goes
-/// (the raw feature columns, once binned, unless out-of-bag results need
-/// them). The same model.
-pub fn train_owned(
-    data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<Model> {
-    match params.algorithm.0 {
-        Algorithm::RandomForest => train_forest_owned(data, params, on_progress).map(|(model, _)| model),
-        Algorithm::GradientBoosting => train_boosting_owned(data, params, on_progress),
-    }
-}
+pub use train::boosting::{train_boosting, train_boosting_owned};
+pub use train::forest::{train_forest, train_forest_owned, train_forest_spilled, train_forest_with_oob, tree_rng};
+pub use train::out_of_bag::{OobObservation, OutOfBag};
+pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
+pub use train::{train, train_owned};

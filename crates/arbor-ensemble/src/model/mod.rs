@@ -1,10 +1,25 @@
-//! The trained model: everything prediction and inspection need.
+//! The trained model and its trees.
+//!
+//! Here live [`Model`] (this file) with what it records of its features
+//! ([`feature`]), a tree's node list ([`tree`]), the forms prediction walks
+//! built one from another ([`flat_tree`] from node lists, [`ranked_forest`]
+//! from flat trees), the holder of those forms ([`trees`]), the builder that
+//! assembles models from imported trees ([`builder`]) and the summaries
+//! `arbor inspect` prints ([`summary`]).
 
-use arbor_quantize::{BinMapper, FeatureType};
+pub(crate) mod builder;
+pub(crate) mod feature;
+pub(crate) mod flat_tree;
+pub(crate) mod ranked_forest;
+pub(crate) mod summary;
+pub(crate) mod tree;
+pub(crate) mod trees;
+
 use serde::{Deserialize, Serialize};
 
-use crate::label::LabelInfo;
-use crate::trees::Trees;
+use crate::data::label::LabelInfo;
+use crate::model::feature::Feature;
+use crate::model::trees::Trees;
 use crate::{Algorithm, Loss, Task, Voting};
 
 /// What a boosted model adds to its trees: how their outputs combine.
@@ -32,19 +47,6 @@ pub struct EarlyStopping {
     pub best_loss: f64,
     /// Rows held out for validation.
     pub validation_rows: usize,
-}
-
-/// A feature as the model knows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Feature {
-    /// The column's name.
-    pub name: String,
-    /// Its Arrow type in training, as text.
-    pub data_type: String,
-    /// How it is split.
-    pub kind: FeatureType,
-    /// Its bins (numeric edges or categories).
-    pub mapper: BinMapper,
 }
 
 /// A trained forest with its metadata; encode it with [`Model::to_bytes`].

@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 
-use crate::label::Classes;
+use crate::data::label::Classes;
+use crate::model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
+use crate::model::tree::SplitTest;
 use crate::model::Model;
-use crate::model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
-use crate::tree::SplitTest;
 use crate::{ArborError, Loss, Result};
 
 const FORMAT: &str = "lightgbm-text";

@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use arbor_kernels::dispatch::prefetch;
 use arbor_kernels::{leaves_block, ranked_leaves_block, TRAVERSAL_BLOCK};
 
-use crate::flat_tree::FlatTree;
+use crate::model::flat_tree::FlatTree;
+use crate::model::ranked_forest::RankedForest;
 use crate::model::{Boosting, Model};
-use crate::ranked_forest::RankedForest;
 use crate::{ArborError, Result, Task, Voting};
 
 /// Rows per parallel work unit, at most. A unit sends all its rows through

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use arbor_quantize::FeatureColumn;
 use rand::Rng;
 
-use crate::dataset::TrainingData;
-use crate::label::Target;
+use crate::data::dataset::TrainingData;
+use crate::data::label::Target;
+use crate::model::tree::{Node, Tree};
 use crate::predict::arg_max;
-use crate::tree::{Node, Tree};
+use crate::train::importance;
 use crate::Voting;
 
 /// The out-of-bag results of a trained forest.
@@ -215,30 +216,8 @@ impl OobFold {
 
     /// Mean decrease of accuracy per feature (seed 000) over the trees folded.
     pub(crate) fn mean_decrease_accuracy(&self, n_features: usize, scaled: bool) -> Vec<f64> {
-        mean_decrease_accuracy(&self.increases, n_features, scaled)
+        importance::mean_decrease_accuracy(&self.increases, n_features, scaled)
     }
-}
-
-/// Mean decrease of accuracy per feature (seed 000): the mean over trees of
-/// the error increase `E_{b,j} − E_b`; `scaled` divides it by its standard
-/// error `σ_j / √B` (0 when every tree agrees exactly).
-fn mean_decrease_accuracy(per_tree: &[Vec<f64>], n_features: usize, scaled: bool) -> Vec<f64> {
-    let b = per_tree.len() as f64;
-    (0..n_features)
-        .map(|j| {
-            let raw = per_tree.iter().map(|t| t[j]).sum::<f64>() / b;
-            if !scaled {
-                return raw;
-            }
-            let variance = per_tree.iter().map(|t| (t[j] - raw).powi(2)).sum::<f64>() / b;
-            let standard_error = variance.sqrt() / b.sqrt();
-            if standard_error > 0.0 {
-                raw / standard_error
-            } else {
-                0.0
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use arbor_quantize::BinnedMatrix;
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::tree::{Node, SplitTest, Tree};
+use crate::model::tree::{Node, SplitTest, Tree};
 
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;

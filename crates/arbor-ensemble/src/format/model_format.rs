@@ -11,7 +11,7 @@
 //!
 //! The payload of version 3 is a u64 length, the model without its trees
 //! (postcard-encoded, `trees` empty), then the trees in the columnar layout
-//! of [`crate::tree_columns`]. Version 2, the same with wider tree columns,
+//! of [`crate::format::columns`]. Version 2, the same with wider tree columns,
 //! and version 1, whose payload is the whole model postcard-encoded, are
 //! still read.
 //!
@@ -29,20 +29,15 @@ use std::io::{Read, Write};
 use rayon::prelude::*;
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::model::Model;
-use crate::tree::Tree;
-use crate::tree_columns;
-use crate::trees::{TreeBytes, Trees};
-use crate::{ArborError, Loss, Result, Task};
 use arbor_quantize::FeatureType;
 
-/// First bytes of every arbor model.
-pub const MAGIC: &[u8; 8] = b"ARBORMDL";
-/// The format version this build writes (it reads this one and versions 1 and 2).
-pub const FORMAT_VERSION: u32 = 3;
-const HEADER_LEN: usize = 28;
-/// The most a payload read reserves before its bytes arrive.
-const MAX_RESERVE: u64 = 16 << 20;
+use crate::format::header::{FORMAT_VERSION, HEADER_LEN, MAGIC};
+use crate::format::payload::Payload;
+use crate::format::read;
+use crate::model::tree::Tree;
+use crate::model::trees::{TreeBytes, Trees};
+use crate::model::Model;
+use crate::{ArborError, Loss, Result, Task};
 
 impl Model {
     /// Encodes the model. The same model always gives the same bytes.
@@ -120,7 +115,7 @@ impl Model {
     /// hashing the bytes as they arrive: no second pass over the file.
     pub fn read_from(reader: impl Read) -> Result<Model> {
         let mut payload = Payload::open(reader)?;
-        let decoded = payload.decode();
+        let decoded = decode(&mut payload);
         // A payload of the wrong length or checksum is reported as such, even
         // when its bytes also failed to decode.
         payload.finish()?;
@@ -199,6 +194,28 @@ impl Model {
     }
 }
 
+/// The model in the payload, its bytes not yet known to be intact.
+fn decode<R: Read>(payload: &mut Payload<R>) -> std::result::Result<Model, String> {
+    let mut bytes = Vec::new();
+    if payload.version() == 1 {
+        payload.read_into(&mut bytes, payload.remaining())?;
+        return postcard::from_bytes(&bytes).map_err(|e| e.to_string());
+    }
+    let len = payload.u64()?;
+    payload.read_into(&mut bytes, len).map_err(|_| "the model's length runs past the payload".to_string())?;
+    let mut model: Model = postcard::from_bytes(&bytes).map_err(|e| e.to_string())?;
+    if !model.trees.is_empty() {
+        return Err("trees inside the model's header".into());
+    }
+    // The features are checked before the trees that index them.
+    model.validate_header()?;
+    model.trees = read::read(payload, payload.version(), &model.features, model.leaf_width())?;
+    match payload.remaining() {
+        0 => Ok(model),
+        extra => Err(format!("{extra} unexpected bytes after the last tree")),
+    }
+}
+
 /// The first tree's error, `tree {t}: ...`, whatever the threads that check them in parallel.
 fn first_error<T: Sync>(
     trees: &[T],
@@ -229,153 +246,10 @@ impl Encoding<'_> {
     }
 }
 
-/// The payload of a model file, read in order and hashed as it goes.
-pub(crate) struct Payload<R> {
-    reader: R,
-    version: u32,
-    /// The payload's length and checksum, as the header announces them.
-    announced: u64,
-    checksum: u64,
-    /// Payload bytes read so far.
-    read: u64,
-    hasher: Xxh3,
-}
-
-impl<R: Read> Payload<R> {
-    /// Reads and checks the header.
-    fn open(mut reader: R) -> Result<Payload<R>> {
-        let mut header = Vec::with_capacity(HEADER_LEN);
-        (&mut reader).take(HEADER_LEN as u64).read_to_end(&mut header).map_err(read_error)?;
-        let (announced, checksum) = fingerprint(&header).ok_or_else(|| {
-            if header.len() >= MAGIC.len() && &header[..MAGIC.len()] != MAGIC {
-                ArborError::Model("not an arbor model (the file does not start with ARBORMDL)".into())
-            } else {
-                ArborError::Model(format!(
-                    "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
-                    header.len()
-                ))
-            }
-        })?;
-        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if !(1..=FORMAT_VERSION).contains(&version) {
-            return Err(ArborError::Model(format!(
-                "format version {version} is not supported (this build reads versions 1 to {FORMAT_VERSION})"
-            )));
-        }
-        Ok(Payload { reader, version, announced, checksum, read: 0, hasher: Xxh3::new() })
-    }
-
-    /// A payload of `len` bytes with no header around it, for tests.
-    #[cfg(test)]
-    pub(crate) fn unframed(reader: R, len: u64) -> Payload<R> {
-        Payload { reader, version: FORMAT_VERSION, announced: len, checksum: 0, read: 0, hasher: Xxh3::new() }
-    }
-
-    /// Payload bytes not read yet (as announced).
-    pub(crate) fn remaining(&self) -> u64 {
-        self.announced - self.read
-    }
-
-    /// Replaces `buf` with the next `len` payload bytes; an error when the
-    /// payload, as announced or as found, ends first.
-    pub(crate) fn read_into(&mut self, buf: &mut Vec<u8>, len: u64) -> std::result::Result<(), String> {
-        if len > self.remaining() {
-            return Err(format!("truncated: {len} bytes wanted, {} left", self.remaining()));
-        }
-        buf.clear();
-        // Room for the bytes up front (a corrupt length reserves no more than
-        // a large tree needs, then grows as bytes actually arrive).
-        buf.reserve(len.min(MAX_RESERVE) as usize);
-        let got = (&mut self.reader).take(len).read_to_end(buf).map_err(|e| e.to_string())?;
-        self.hasher.update(buf);
-        self.read += got as u64;
-        if (got as u64) < len {
-            return Err("the payload ends early".into());
-        }
-        Ok(())
-    }
-
-    /// The next little-endian u64 of the payload.
-    pub(crate) fn u64(&mut self) -> std::result::Result<u64, String> {
-        let mut buf = Vec::with_capacity(8);
-        self.read_into(&mut buf, 8)?;
-        Ok(u64::from_le_bytes(buf[..].try_into().expect("8 bytes")))
-    }
-
-    /// The model in the payload, its bytes not yet known to be intact.
-    fn decode(&mut self) -> std::result::Result<Model, String> {
-        let mut bytes = Vec::new();
-        if self.version == 1 {
-            self.read_into(&mut bytes, self.announced)?;
-            return postcard::from_bytes(&bytes).map_err(|e| e.to_string());
-        }
-        let len = self.u64()?;
-        self.read_into(&mut bytes, len).map_err(|_| "the model's length runs past the payload".to_string())?;
-        let mut model: Model = postcard::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        if !model.trees.is_empty() {
-            return Err("trees inside the model's header".into());
-        }
-        // The features are checked before the trees that index them.
-        model.validate_header()?;
-        model.trees = tree_columns::read(self, self.version, &model.features, model.leaf_width())?;
-        match self.remaining() {
-            0 => Ok(model),
-            extra => Err(format!("{extra} unexpected bytes after the last tree")),
-        }
-    }
-
-    /// Reads the rest of the input; checks the payload's length and checksum.
-    fn finish(mut self) -> Result<()> {
-        let mut rest = HashingWriter(&mut self.hasher, 0);
-        std::io::copy(&mut self.reader, &mut rest).map_err(read_error)?;
-        let found = self.read + rest.1;
-        if found != self.announced {
-            return Err(ArborError::Model(format!(
-                "truncated or padded: the header announces {} payload bytes, found {found}",
-                self.announced
-            )));
-        }
-        if self.hasher.digest() != self.checksum {
-            return Err(ArborError::Model("corrupt: the payload does not match its checksum".into()));
-        }
-        Ok(())
-    }
-}
-
-/// Hashes and counts what is written to it.
-struct HashingWriter<'a>(&'a mut Xxh3, u64);
-
-impl Write for HashingWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        self.1 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn read_error(e: std::io::Error) -> ArborError {
-    ArborError::Model(format!("cannot read the model: {e}"))
-}
-
-/// Payload length and checksum of model bytes, read from the header alone:
-/// a cheap key under which a decoded model can be cached.
-pub fn fingerprint(bytes: &[u8]) -> Option<(u64, u64)> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return None;
-    }
-    let len = u64::from_le_bytes(bytes[12..20].try_into().ok()?);
-    let checksum = u64::from_le_bytes(bytes[20..28].try_into().ok()?);
-    Some((len, checksum))
-}
-
 #[cfg(test)]
 mod tests {
-    use crate::model_builder::{BuilderFeature, ModelBuilder, Side, TreeBuilder};
-    use crate::tree::SplitTest;
+    use crate::model::builder::{BuilderFeature, ModelBuilder, Side, TreeBuilder};
+    use crate::model::tree::SplitTest;
 
     use super::*;
 

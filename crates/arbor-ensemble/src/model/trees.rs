@@ -16,10 +16,11 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::flat_tree::FlatTree;
-use crate::ranked_forest::RankedForest;
-use crate::tree::{Tree, TreeShape};
-use crate::tree_columns::{self, EncodedTrees};
+use crate::format::encode;
+use crate::format::encoded::EncodedTrees;
+use crate::model::flat_tree::FlatTree;
+use crate::model::ranked_forest::RankedForest;
+use crate::model::tree::{Tree, TreeShape};
 
 /// The trees of a model. It reads as a slice of [`Tree`]s; `len` and
 /// `is_empty` do not build the node lists.
@@ -123,7 +124,7 @@ impl Trees {
             Some(encoded) => TreeBytes::Kept(encoded),
             None => {
                 let mut out = Vec::new();
-                tree_columns::encode(self.node_lists(), leaf_width, &mut out);
+                encode::encode(self.node_lists(), leaf_width, &mut out);
                 TreeBytes::Encoded(out)
             }
         }
@@ -211,7 +212,7 @@ impl<'de> Deserialize<'de> for Trees {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::{Node, SplitTest};
+    use crate::model::tree::{Node, SplitTest};
 
     fn stump(threshold: f64) -> Tree {
         Tree {

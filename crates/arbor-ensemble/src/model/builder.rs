@@ -20,10 +20,11 @@
 
 use arbor_quantize::{BinMapper, FeatureType};
 
-use crate::label::{Classes, LabelInfo};
-use crate::model::{Boosting, Feature, Model};
-use crate::tree::{Node, SplitTest, Tree};
-use crate::trees::Trees;
+use crate::data::label::{Classes, LabelInfo};
+use crate::model::feature::Feature;
+use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::trees::Trees;
+use crate::model::{Boosting, Model};
 use crate::{Algorithm, ArborError, Loss, Result, Task, Voting};
 
 /// A feature of a hand-built model.

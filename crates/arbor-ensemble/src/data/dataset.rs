@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use arbor_quantize::{FeatureColumn, FeatureType, NumericValues, QuantizeError};
 
-use crate::canonical_order::{canonical_order, SortKey};
-use crate::label::{default_task, read_label, LabelInfo, Target};
+use crate::data::canonical_order::{canonical_order, SortKey};
+use crate::data::label::{default_task, read_label, LabelInfo, Target};
 use crate::{ArborError, Result, Task};
 
 /// A column by name, as one array per record batch.

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
+use crate::model::tree::TreeShape;
 use crate::model::Model;
-use crate::tree::TreeShape;
 
 impl Model {
     /// Size and shape of every tree.

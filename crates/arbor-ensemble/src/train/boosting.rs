@@ -9,16 +9,17 @@ use arbor_quantize::{BinnedMatrix, FeatureColumn};
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::dataset::TrainingData;
-use crate::forest::{model_features, normalized, tree_rng};
-use crate::label::Target;
-use crate::loss::{softmax, LossTarget, RowWeights};
+use crate::data::dataset::TrainingData;
+use crate::data::label::Target;
+use crate::data::raw_columns::RawColumns;
+use crate::model::tree::Tree;
 use crate::model::{Boosting, EarlyStopping, Model};
-use crate::raw_columns::RawColumns;
-use crate::tree::Tree;
-use crate::tree_builder::{
+use crate::train::forest::{model_features, tree_rng};
+use crate::train::grower::{
     bin_of, bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS,
 };
+use crate::train::importance::gain_shares;
+use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
@@ -222,7 +223,7 @@ fn boost(
         trees.truncate((best_round + 1) * outputs);
         EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len() }
     });
-    let importance = (params.forest.importance != ImportanceKind::None).then(|| normalized(gain_per_feature));
+    let importance = (params.forest.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
     Ok(Model {
         task,
         algorithm: Algorithm::GradientBoosting,
@@ -293,7 +294,7 @@ fn add_tree_outputs(
 fn bin_values(
     columns: &[FeatureColumn],
     matrix: &BinnedMatrix,
-    ranges: Option<&crate::tree_builder::BinRanges>,
+    ranges: Option<&crate::train::grower::BinRanges>,
 ) -> Option<Vec<Vec<f64>>> {
     if ranges.is_some_and(|ranges| ranges.iter().flatten().any(|&(lo, hi)| lo < hi)) {
         return None;

@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use arbor_quantize::BinMapper;
 
+use crate::model::tree::{Node, SplitTest};
 use crate::model::Model;
-use crate::tree::{Node, SplitTest};
 use crate::{ArborError, Result};
 
 /// Escapes text for a double-quoted DOT string.

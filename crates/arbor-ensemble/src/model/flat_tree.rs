@@ -1,13 +1,13 @@
 //! Trees in the traversal layout (the kernels' [`FlatNode`]s), the form
 //! model files load into. Prediction walks it when the trees over ranks
-//! ([`crate::ranked_forest`]) cannot express a model's splits, and builds
+//! ([`crate::model::ranked_forest`]) cannot express a model's splits, and builds
 //! those from it otherwise.
 
 use arbor_kernels::{FlatNode, TreeNodes};
 use arbor_quantize::FeatureType;
 
-use crate::model::Feature;
-use crate::tree::{Node, SplitTest, Tree, TreeShape};
+use crate::model::feature::Feature;
+use crate::model::tree::{Node, SplitTest, Tree, TreeShape};
 
 /// A tree in the traversal layout: the two children of a split side by side.
 #[derive(Clone, Debug)]

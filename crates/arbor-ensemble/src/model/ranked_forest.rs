@@ -7,9 +7,9 @@
 use arbor_kernels::{threshold_ranks, FlatNode, RankNode, RankedTree};
 use rayon::prelude::*;
 
-use crate::flat_tree::FlatTree;
-use crate::key_map::KeyMap;
-use crate::tree::TreeShape;
+use crate::data::key_map::KeyMap;
+use crate::model::flat_tree::FlatTree;
+use crate::model::tree::TreeShape;
 
 /// How one feature's raw values become the walk's ranks.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,7 +59,7 @@ impl RankedForest {
         Some(RankedForest { rankings, trees })
     }
 
-    /// Trees over ranks built elsewhere ([`crate::ranked_columns`]) on `rankings`.
+    /// Trees over ranks built elsewhere ([`crate::format::ranked_columns`]) on `rankings`.
     pub fn from_parts(rankings: Vec<Ranking>, trees: Vec<RankedNodes>) -> RankedForest {
         RankedForest { rankings, trees }
     }
@@ -243,7 +243,7 @@ mod prediction_tests {
 
     use arbor_kernels::dispatch::{with_level, Level};
 
-    use crate::trees::Trees;
+    use crate::model::trees::Trees;
     use crate::{train, Model, Predictions, TrainParams, TrainingData};
 
     /// The first `rows` rows of a bundled Parquet file.

@@ -10,7 +10,7 @@
 //! Leaves and splits alternate unpredictably in a grown tree, so the work
 //! runs as straight passes: one writes every node as a leaf, one visits the
 //! splits alone (found by their flags) and overwrites theirs. The passes
-//! check the tree as [`crate::flat_tree::FlatTree::check`] does, but only
+//! check the tree as [`crate::model::flat_tree::FlatTree::check`] does, but only
 //! say whether all is well: a tree they refuse, for being corrupt or beyond
 //! the compact nodes, is decoded again the ordinary way, which names what
 //! is wrong.
@@ -19,10 +19,10 @@ use arbor_kernels::RankNode;
 use arbor_quantize::FeatureType;
 use rayon::prelude::*;
 
-use crate::key_map::KeyMap;
-use crate::model::Feature;
-use crate::ranked_forest::{key, rankings_from, RankedForest, RankedNodes, Ranking};
-use crate::tree_columns::{Columns, CATEGORIES, DEFAULT_LEFT, SPLIT, ZERO_AS_MISSING};
+use crate::data::key_map::KeyMap;
+use crate::format::columns::{Columns, CATEGORIES, DEFAULT_LEFT, SPLIT, ZERO_AS_MISSING};
+use crate::model::feature::Feature;
+use crate::model::ranked_forest::{key, rankings_from, RankedForest, RankedNodes, Ranking};
 
 /// The trees of `columns` over ranks, checked against the model's
 /// `features` and `leaf_width`; `None` when a tree is not format 3 with
@@ -277,9 +277,9 @@ mod tests {
     use arbor_quantize::BinMapper;
 
     use super::*;
-    use crate::model_format::Payload;
-    use crate::tree::{Node, SplitTest, Tree};
-    use crate::tree_columns;
+    use crate::format::payload::Payload;
+    use crate::format::{encode, read};
+    use crate::model::tree::{Node, SplitTest, Tree};
 
     /// A threshold split on `feature` sending rows left to `left`.
     fn split(feature: u32, threshold: f64, left: u32) -> Node {
@@ -290,7 +290,7 @@ mod tests {
     /// The format tests' tree, made one the trees over ranks can hold (its
     /// special split a threshold split), two of its leaves alike.
     fn tree() -> Tree {
-        let mut tree = tree_columns::tests::tree();
+        let mut tree = crate::format::tests::tree();
         tree.nodes[2] = split(1, -0.25, 5);
         tree.values[6..].copy_from_slice(&[0.5, 0.5]);
         tree
@@ -312,13 +312,13 @@ mod tests {
     /// whole decoding does.
     fn load(tree: &Tree, features: &[Feature]) -> (Option<RankedForest>, Result<(), String>) {
         let mut bytes = Vec::new();
-        tree_columns::encode(std::slice::from_ref(tree), 2, &mut bytes);
+        encode::encode(std::slice::from_ref(tree), 2, &mut bytes);
         // one tree: its count, its length, its section
         let section = &bytes[16..];
         let columns = Columns::parse(section, 3, 2).unwrap();
         let fast = ranked_forest(std::slice::from_ref(&columns), features, 2);
         let mut payload = Payload::unframed(&bytes[..], bytes.len() as u64);
-        (fast, tree_columns::read(&mut payload, 3, features, 2).map(drop))
+        (fast, read::read(&mut payload, 3, features, 2).map(drop))
     }
 
     #[test]

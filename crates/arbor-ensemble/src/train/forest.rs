@@ -11,18 +11,21 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::dataset::TrainingData;
-use crate::label::Target;
-use crate::model::{Feature, Model};
-use crate::out_of_bag::{self, OobFold, OutOfBag};
-use crate::tree_builder::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
-use crate::tree_columns::{self, EncodedTrees};
-use crate::tree_sections::{Sections, Spill};
-use crate::trees::Trees;
+use crate::data::dataset::TrainingData;
+use crate::data::label::Target;
+use crate::format::encode::encode_tree;
+use crate::format::encoded::EncodedTrees;
+use crate::format::tree_sections::{Sections, Spill};
+use crate::model::feature::Feature;
+use crate::model::trees::Trees;
+use crate::model::Model;
+use crate::train::grower::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
+use crate::train::importance;
+use crate::train::out_of_bag::{self, OobFold, OutOfBag};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::raw_columns::RawColumns;
+use crate::data::raw_columns::RawColumns;
 use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
 
 /// The random stream of tree `index`: independent of the thread that grows it
@@ -210,7 +213,7 @@ fn grow_forest(
             grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
         }
         // The tree is kept encoded, a tenth of its nodes' memory, or in the spill file.
-        let section = tree_columns::encode_tree(&grown.tree, width);
+        let section = encode_tree(&grown.tree, width);
         let kept = match &spill {
             Some(spill) => Kept::Spilled(spill.put(&section)?),
             None => Kept::Held(section),
@@ -240,14 +243,7 @@ fn grow_forest(
         None => Sections::Owned(held),
     };
 
-    // MDI (seed 000): MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t), not normalized.
-    let mdi = (fp.importance == ImportanceKind::Mdi).then(|| {
-        let mut total = vec![0.0; n_features];
-        for gain in &gains {
-            total.iter_mut().zip(gain).for_each(|(acc, g)| *acc += g);
-        }
-        total.iter().map(|v| v / gains.len() as f64).collect::<Vec<f64>>()
-    });
+    let mdi = (fp.importance == ImportanceKind::Mdi).then(|| importance::mean_decrease_impurity(&gains, n_features));
     let oob = oob_fold.as_ref().filter(|_| report_oob).map(|fold| fold.error(data, fp.oob_per_observation));
     let importance = match (fp.importance, &oob_fold) {
         (ImportanceKind::MdaRaw, Some(fold)) => Some(fold.mean_decrease_accuracy(n_features, false)),
@@ -328,13 +324,4 @@ pub(crate) fn model_features(data: &TrainingData, matrix: &BinnedMatrix) -> Vec<
             mapper: mapper.clone(),
         })
         .collect()
-}
-
-/// `values` scaled to sum to 1 (left as they are when they sum to 0).
-pub(crate) fn normalized(mut values: Vec<f64>) -> Vec<f64> {
-    let sum: f64 = values.iter().sum();
-    if sum > 0.0 {
-        values.iter_mut().for_each(|v| *v /= sum);
-    }
-    values
 }

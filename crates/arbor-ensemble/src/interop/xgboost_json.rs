@@ -16,10 +16,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::label::Classes;
+use crate::data::label::Classes;
+use crate::model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
+use crate::model::tree::SplitTest;
 use crate::model::Model;
-use crate::model_builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
-use crate::tree::SplitTest;
 use crate::{ArborError, Loss, Result};
 
 const FORMAT: &str = "xgboost-json";
