@@ -41,9 +41,10 @@ pub use model::feature::Feature;
 pub use model::tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 pub use model::trees::Trees;
 pub use model::{Boosting, EarlyStopping, Model};
-pub use params::{
+pub use params::keys::OPTION_KEYS;
+pub use params::types::{
     Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
-    TrainParams, Voting, OPTION_KEYS,
+    TrainParams, Voting,
 };
 pub use predict::Predictions;
 pub use train::boosting::{train_boosting, train_boosting_owned};

@@ -14,7 +14,7 @@ pub(crate) mod progress;
 
 use crate::data::dataset::TrainingData;
 use crate::model::Model;
-use crate::params::{Algorithm, TrainParams};
+use crate::params::types::{Algorithm, TrainParams};
 use crate::train::boosting::{train_boosting, train_boosting_owned};
 use crate::train::forest::{train_forest, train_forest_owned};
 use crate::train::progress::Progress;

@@ -1,0 +1,263 @@
+//! Training options by name: parsing (`set`), the checks of a whole set of
+//! options (`validate`) and the report of their effective values
+//! (`describe`), all read from the table of keys.
+
+use crate::params::keys::{key_spec, Applies, Report, KEYS, OPTION_KEYS};
+use crate::params::rules::invalid;
+use crate::params::types::{Algorithm, CriterionKind, ImportanceKind, Loss, Task, TrainParams, Voting};
+use crate::{ArborError, Result};
+
+impl TrainParams {
+    /// Parses an options string: `key=value` pairs separated by spaces or commas.
+    ///
+    /// ```
+    /// use arbor_ensemble::{TrainParams, Task};
+    /// let p = TrainParams::parse_options("task=regression n_trees=20, max_depth=8").unwrap();
+    /// assert_eq!(p.task, Some(Task::Regression));
+    /// assert_eq!(p.forest.n_trees, 20);
+    /// assert!(TrainParams::parse_options("n_tree=20").is_err());
+    /// ```
+    pub fn parse_options(options: &str) -> Result<TrainParams> {
+        let mut params = TrainParams::default();
+        for (key, value) in TrainParams::option_pairs(options)? {
+            params.set(key, value)?;
+        }
+        Ok(params)
+    }
+
+    /// The `key=value` pairs of an options string (separated by spaces or
+    /// commas), unchecked: for callers that take some keys of their own first.
+    pub fn option_pairs(options: &str) -> Result<Vec<(&str, &str)>> {
+        options
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|s| !s.is_empty())
+            .map(|pair| match pair.split_once('=') {
+                Some((key, value)) => Ok((key.trim(), value.trim())),
+                None => Err(invalid(pair, "expected key=value".to_owned())),
+            })
+            .collect()
+    }
+
+    /// Sets one option by name, checking its value. Keys both algorithms
+    /// share (`max_depth`, `min_samples_leaf`, ...) set both; which algorithm
+    /// a key applies to is checked by [`TrainParams::validate`].
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let spec = key_spec(key)
+            .ok_or_else(|| ArborError::UnknownOption { key: key.to_owned(), accepted: OPTION_KEYS.join(", ") })?;
+        (spec.set)(self, key, value)?;
+        if !self.explicit.iter().any(|k| k == key) {
+            self.explicit.push(key.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Checks the combination of options for `task`; each error names its key.
+    /// Keys of the other algorithm, and options this build does not implement
+    /// yet, are refused here, never ignored.
+    pub fn validate(&self, task: Task) -> Result<()> {
+        let algorithm = self.algorithm.0;
+        for key in &self.explicit {
+            let Some(spec) = key_spec(key).filter(|spec| !spec.applies.to(algorithm)) else { continue };
+            let other_name = match spec.applies {
+                Applies::Boosting => Algorithm::GradientBoosting.name(),
+                _ => Algorithm::RandomForest.name(),
+            };
+            let own: Vec<&str> = KEYS.iter().filter(|k| k.applies.to(algorithm)).map(|k| k.name).collect();
+            return Err(invalid(
+                key,
+                format!("applies to algorithm={other_name} only; {} accepts {}", algorithm.name(), own.join(", ")),
+            ));
+        }
+        // Every key's range, on the typed values (set checked the parsed ones by the same rules).
+        for spec in KEYS.iter().filter(|k| k.applies.to(algorithm)) {
+            (spec.check)(self, algorithm, spec.name)?;
+        }
+        let exact = match algorithm {
+            Algorithm::RandomForest => self.forest.exact,
+            Algorithm::GradientBoosting => self.boosting.exact,
+        };
+        if exact {
+            if let Some(key) = self.explicit.iter().find(|k| *k == "max_bins" || *k == "min_bin_size") {
+                return Err(invalid(key, "applies to split_method=hist; exact gives every distinct value a bin"));
+            }
+        }
+        if algorithm == Algorithm::GradientBoosting {
+            let b = &self.boosting;
+            if matches!(self.forest.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
+                return Err(invalid("importance", "gradient boosting accepts mdi (total gain) or none"));
+            }
+            if b.early_stopping_rounds == 0 && self.explicit.iter().any(|k| k == "validation_fraction") {
+                return Err(invalid("validation_fraction", "needs early_stopping_rounds > 0"));
+            }
+            return Ok(());
+        }
+        let f = &self.forest;
+        let wants_oob = f.oob || f.oob_per_observation;
+        let mda = matches!(f.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
+        if (wants_oob || mda) && !f.bootstrap && f.sample_fraction >= 1.0 {
+            let key = if f.oob {
+                "oob"
+            } else if f.oob_per_observation {
+                "oob_per_observation"
+            } else {
+                "importance"
+            };
+            return Err(invalid(
+                key,
+                "needs out-of-bag rows: set bootstrap=true or sample_fraction below 1 \
+                 (every tree sees every row with bootstrap=false sample_fraction=1)",
+            ));
+        }
+        match (task, f.criterion) {
+            (Task::Classification, CriterionKind::Mse) => {
+                return Err(invalid("criterion", "mse is for regression; classification accepts gini or entropy"))
+            }
+            (Task::Regression, CriterionKind::Gini | CriterionKind::Entropy) => {
+                return Err(invalid("criterion", "regression accepts mse only"))
+            }
+            _ => {}
+        }
+        if task == Task::Regression && f.voting == Voting::Unweighted {
+            return Err(invalid("voting", "applies to classification only; regression averages the trees"));
+        }
+        Ok(())
+    }
+
+    /// The effective value of every option of the chosen algorithm, for
+    /// reports and the model file; `loss` is the resolved boosting loss.
+    pub fn describe(&self, task: Task, n_features: usize, loss: Option<Loss>) -> Vec<(String, String)> {
+        let report = Report { params: self, task, n_features, loss };
+        let algorithm = self.algorithm.0;
+        let mut pairs: Vec<(u8, &str, String)> = KEYS
+            .iter()
+            .filter(|k| k.applies.to(algorithm))
+            .filter_map(|k| (k.show)(&report).map(|v| (k.place(algorithm), k.name, v)))
+            .collect();
+        pairs.sort_by_key(|(place, _, _)| *place);
+        pairs.into_iter().map(|(_, k, v)| (k.to_owned(), v)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::types::{MaxFeatures, Voting};
+
+    #[test]
+    fn defaults_match_the_design() {
+        let p = TrainParams::default();
+        assert_eq!(p.forest.n_trees, 100);
+        assert_eq!(p.forest.seed, 777);
+        assert_eq!(p.forest.min_samples_leaf(Task::Classification), 1);
+        assert_eq!(p.forest.min_samples_leaf(Task::Regression), 5);
+        assert_eq!((p.forest.min_samples_category, p.boosting.min_samples_category), (10, 10));
+        assert_eq!(p.forest.features_per_node(12, Task::Classification).unwrap(), 3);
+        assert_eq!(p.forest.features_per_node(9, Task::Regression).unwrap(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_accepted_values() {
+        let e = TrainParams::parse_options("n_trees=0").unwrap_err().to_string();
+        assert!(e.contains("n_trees") && e.contains(">= 1"), "{e}");
+        let e = TrainParams::parse_options("sample_fraction=1.5").unwrap_err().to_string();
+        assert!(e.contains("sample_fraction") && e.contains("(0, 1]"), "{e}");
+        let e = TrainParams::parse_options("min_samples_category=0").unwrap_err().to_string();
+        assert!(e.contains("min_samples_category") && e.contains(">= 1"), "{e}");
+        let e = TrainParams::parse_options("voting=loud").unwrap_err().to_string();
+        assert!(e.contains("weighted, unweighted"), "{e}");
+        let e = TrainParams::parse_options("ntrees=3").unwrap_err().to_string();
+        assert!(e.contains("unknown option 'ntrees'") && e.contains("n_trees"), "{e}");
+        let e = TrainParams::parse_options("n_trees").unwrap_err().to_string();
+        assert!(e.contains("key=value"), "{e}");
+    }
+
+    #[test]
+    fn every_described_key_is_accepted_and_listed() {
+        for algorithm in ["random-forest", "gradient-boosting"] {
+            let mut p = TrainParams::parse_options(&format!("algorithm={algorithm}")).unwrap();
+            for (key, value) in p.clone().describe(Task::Classification, 4, Some(Loss::Logistic)) {
+                assert!(OPTION_KEYS.contains(&key.as_str()), "{key}");
+                p.set(&key, &value).unwrap_or_else(|e| panic!("{key}={value}: {e}"));
+            }
+            p.validate(Task::Classification).unwrap();
+        }
+        assert_eq!(KEYS.len(), OPTION_KEYS.len());
+        let mut names = OPTION_KEYS.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KEYS.len(), "no key twice");
+    }
+
+    #[test]
+    fn boosting_defaults_match_the_design() {
+        let b = TrainParams::default().boosting;
+        assert_eq!((b.n_rounds, b.max_depth, b.min_samples_leaf, b.max_bins, b.min_bin_size), (50, 6, 5, 256, 5));
+        assert_eq!((b.learning_rate, b.lambda, b.min_split_loss, b.sample_fraction), (0.3, 1.0, 0.0, 1.0));
+        assert_eq!(b.features_per_node(12).unwrap(), 12);
+        assert_eq!(b.resolve_loss(Task::Classification, 2).unwrap(), Loss::Logistic);
+        assert_eq!(b.resolve_loss(Task::Classification, 10).unwrap(), Loss::Softmax);
+        assert_eq!(b.resolve_loss(Task::Regression, 0).unwrap(), Loss::Squared);
+    }
+
+    #[test]
+    fn keys_of_the_other_algorithm_are_refused() {
+        let p = TrainParams::parse_options("algorithm=gradient-boosting n_trees=10").unwrap();
+        let e = p.validate(Task::Classification).unwrap_err().to_string();
+        assert!(e.contains("'n_trees'") && e.contains("random-forest") && e.contains("n_rounds"), "{e}");
+        let p = TrainParams::parse_options("learning_rate=0.1").unwrap();
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'learning_rate'") && e.contains("gradient-boosting"), "{e}");
+        let p = TrainParams::parse_options("max_depth=3 algorithm=gradient-boosting lambda=2").unwrap();
+        assert_eq!(p.boosting.max_depth, 3, "shared keys apply whatever their order");
+        p.validate(Task::Regression).unwrap();
+        let p = TrainParams::parse_options("algorithm=gradient-boosting loss=logistic").unwrap();
+        let e = p.boosting.resolve_loss(Task::Classification, 3).unwrap_err().to_string();
+        assert!(e.contains("'loss'") && e.contains("softmax"), "{e}");
+    }
+
+    #[test]
+    fn reports_keep_the_order_models_record() {
+        let p = TrainParams::parse_options("early_stopping_rounds=3").unwrap();
+        let forest: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
+        let expected = "task algorithm n_trees max_features bootstrap sample_fraction split_method splitter max_bins \
+            min_bin_size max_depth max_leaf_nodes min_samples_leaf min_samples_split min_samples_category \
+            min_weight_fraction_leaf impurity_threshold min_impurity_decrease criterion voting oob oob_per_observation \
+            importance seed";
+        assert_eq!(forest, expected.split_whitespace().collect::<Vec<_>>());
+        let mut p = p;
+        p.set("algorithm", "gradient-boosting").unwrap();
+        let boosting: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
+        let expected = "task algorithm n_rounds max_depth learning_rate min_split_loss lambda sample_fraction \
+            max_features min_samples_leaf min_samples_category split_method max_bins min_bin_size loss \
+            early_stopping_rounds importance seed validation_fraction";
+        assert_eq!(boosting, expected.split_whitespace().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn typed_values_out_of_range_are_refused_naming_the_key() {
+        let mut p = TrainParams::default();
+        p.forest.n_trees = 0;
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'n_trees'") && e.contains("expected an integer >= 1, got '0'"), "{e}");
+        let mut p = TrainParams::default();
+        p.forest.max_bins = 70_000;
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'max_bins'") && e.contains("in [2, 65536]"), "{e}");
+        let mut p = TrainParams::parse_options("algorithm=gradient-boosting").unwrap();
+        p.boosting.learning_rate = f64::NAN;
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'learning_rate'") && e.contains("(0, 1]"), "{e}");
+        p.boosting.learning_rate = 0.1;
+        p.boosting.max_features = MaxFeatures::Count(0);
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'max_features'"), "{e}");
+        p.boosting.max_features = MaxFeatures::All;
+        p.forest.n_trees = 0; // not the chosen algorithm's: not checked
+        p.forest.voting = Voting::Weighted;
+        p.validate(Task::Regression).unwrap();
+        let mut p = TrainParams::default();
+        p.forest.min_samples_leaf = Some(0);
+        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        assert!(e.contains("'min_samples_leaf'"), "{e}");
+    }
+}
