@@ -286,30 +286,28 @@ pub(crate) fn grow_tree(
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
-        matrix,
-        target,
-        weights,
-        counts,
-        settings,
-        ranges,
+        data: Inputs {
+            matrix,
+            target,
+            weights,
+            counts,
+            settings,
+            ranges,
+            stride,
+            all_features,
+            rowwise,
+            keys: keys.as_deref().map(|keys| (keys, n_classes)),
+            packed: packed.as_deref(),
+        },
+        buffers: Buffers {
+            hist: vec![0.0; max_bins * stride],
+            perm: (0..n_features).collect(),
+            ..Buffers::new(Layout::new(matrix, stride))
+        },
+        tree: Growing::new(),
         rng: Some(rng),
-        stride,
-        all_features,
-        rowwise,
-        keys: keys.as_deref().map(|keys| (keys, n_classes)),
         records,
-        packed: packed.as_deref(),
-        wide: Vec::new(),
-        layout: Layout::new(matrix, stride),
-        hist: vec![0.0; max_bins * stride],
-        compact: CompactHistogram::default(),
-        record_sums: RecordSums::default(),
         scratch: &mut scratch,
-        perm: (0..n_features).collect(),
-        gains: Vec::new(),
-        nodes: vec![Node::Leaf { value: 0 }],
-        values: Vec::new(),
-        leaves: Vec::new(),
         rows: &mut rows,
     };
     let root = Pending { node: 0, start: 0, end: n, depth: 0, stats: root_stats, hist: None };
@@ -318,7 +316,7 @@ pub(crate) fn grow_tree(
     } else {
         grower.best_first(root, settings.max_leaf_nodes);
     }
-    let Grower { nodes, values, gains, leaves, .. } = grower;
+    let Growing { nodes, values, gains, leaves } = grower.tree;
     // Summed in the order a sequential depth-first growth makes the splits.
     let mut gain_per_feature = vec![0.0; n_features];
     for (f, gain) in gains {
@@ -327,16 +325,15 @@ pub(crate) fn grow_tree(
     GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves }
 }
 
-/// The state of one tree's growth.
-struct Grower<'a, 't, R> {
+/// What a grower reads and never changes, shared by the subtrees grown apart.
+#[derive(Clone, Copy)]
+struct Inputs<'a, 't> {
     matrix: &'a BinnedMatrix,
     target: &'a Target<'t>,
     weights: &'a [f64],
     counts: &'a [f64],
     settings: &'a GrowSettings,
     ranges: Option<&'a BinRanges>,
-    /// `None` in subtrees grown apart, which scan every feature and draw nothing.
-    rng: Option<&'a mut R>,
     stride: usize,
     /// Every feature is scanned at every node: keep histograms and subtract.
     all_features: bool,
@@ -346,12 +343,13 @@ struct Grower<'a, 't, R> {
     /// classes, for the histograms of drawn features (classes without
     /// sample weights); the keys are empty when `records` carry them.
     keys: Option<(&'a [CountKey], usize)>,
-    /// The same keys with every feature's bins, as records that move with
-    /// the rows (drawn features; trees grown apart have none).
-    records: Option<RowRecords>,
     /// Otherwise each row's statistics packed in four lanes, by row id
     /// (targets of at most four values per bin).
     packed: Option<&'a [RowStats]>,
+}
+
+/// A grower's own working buffers, reused from node to node.
+struct Buffers {
     /// Four-lane bins for [`build_histogram_packed`].
     wide: Vec<RowStats>,
     layout: Layout,
@@ -359,15 +357,52 @@ struct Grower<'a, 't, R> {
     compact: CompactHistogram,
     /// The drawn features' class sums of a large node, summed in one pass over its records.
     record_sums: RecordSums,
-    /// Room for the right side of a partition of `rows`, as long as them:
-    /// one buffer per tree, split between subtrees grown apart as their rows are.
-    scratch: &'a mut [u32],
     perm: Vec<usize>,
+}
+
+impl Buffers {
+    /// Empty buffers over `layout`, filled as nodes need them.
+    fn new(layout: Layout) -> Buffers {
+        Buffers {
+            wide: Vec::new(),
+            layout,
+            hist: Vec::new(),
+            compact: CompactHistogram::default(),
+            record_sums: RecordSums::default(),
+            perm: Vec::new(),
+        }
+    }
+}
+
+/// The tree as it grows: its nodes, leaf values, leaves' rows and split gains.
+struct Growing {
     /// Each split's feature and gain, in the order of the splits.
     gains: Vec<(usize, f64)>,
     nodes: Vec<Node>,
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+impl Growing {
+    /// A tree of one leaf, the root, to be split.
+    fn new() -> Growing {
+        Growing { gains: Vec::new(), nodes: vec![Node::Leaf { value: 0 }], values: Vec::new(), leaves: Vec::new() }
+    }
+}
+
+/// The state of one tree's growth.
+struct Grower<'a, 't, R> {
+    data: Inputs<'a, 't>,
+    buffers: Buffers,
+    tree: Growing,
+    /// `None` in subtrees grown apart, which scan every feature and draw nothing.
+    rng: Option<&'a mut R>,
+    /// The keys with every feature's bins, as records that move with
+    /// the rows (drawn features; trees grown apart have none).
+    records: Option<RowRecords>,
+    /// Room for the right side of a partition of `rows`, as long as them:
+    /// one buffer per tree, split between subtrees grown apart as their rows are.
+    scratch: &'a mut [u32],
     /// The tree's rows (a subtree's alone, when grown apart), regrouped by
     /// node as the tree splits; empty when `records` are regrouped instead.
     rows: &'a mut [u32],
@@ -385,7 +420,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 Some((f, split)) => {
                     let rows = e.pending.end - e.pending.start;
                     let (left, right) = self.split(e.pending, f, split, e.hist);
-                    if self.all_features && rows >= self.settings.fork_min_rows {
+                    if self.data.all_features && rows >= self.data.settings.fork_min_rows {
                         self.grow_apart(left, right);
                     } else {
                         stack.push(right);
@@ -420,30 +455,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         'a: 's,
     {
         Grower {
-            matrix: self.matrix,
-            target: self.target,
-            weights: self.weights,
-            counts: self.counts,
-            settings: self.settings,
-            ranges: self.ranges,
+            data: self.data,
+            buffers: Buffers::new(self.buffers.layout.clone()),
+            tree: Growing::new(),
             rng: None,
-            stride: self.stride,
-            all_features: self.all_features,
-            rowwise: self.rowwise,
-            keys: self.keys,
             records: None,
-            packed: self.packed,
-            wide: Vec::new(),
-            layout: self.layout.clone(),
-            hist: Vec::new(),
-            compact: CompactHistogram::default(),
-            record_sums: RecordSums::default(),
             scratch,
-            perm: Vec::new(),
-            gains: Vec::new(),
-            nodes: vec![Node::Leaf { value: 0 }],
-            values: Vec::new(),
-            leaves: Vec::new(),
             rows,
         }
     }
@@ -452,10 +469,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// node `node`, its rows start at `start`, its other nodes follow this
     /// grower's.
     fn adopt(&mut self, sub: Grower<'_, 't, R>, (node, start): (usize, usize)) {
-        let base = self.nodes.len() as u32 - 1;
-        let value_base = self.values.len() as u32;
+        let base = self.tree.nodes.len() as u32 - 1;
+        let value_base = self.tree.values.len() as u32;
         let index = |i: u32| if i == 0 { node as u32 } else { base + i };
-        for (i, n) in sub.nodes.into_iter().enumerate() {
+        for (i, n) in sub.tree.nodes.into_iter().enumerate() {
             let n = match n {
                 Node::Leaf { value } => Node::Leaf { value: value + value_base },
                 Node::Split { feature, test, default_left, left, right } => {
@@ -463,15 +480,17 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 }
             };
             if i == 0 {
-                self.nodes[node] = n;
+                self.tree.nodes[node] = n;
             } else {
-                self.nodes.push(n);
+                self.tree.nodes.push(n);
             }
         }
-        self.values.extend(sub.values);
+        self.tree.values.extend(sub.tree.values);
         let shift = |r: std::ops::Range<usize>| r.start + start..r.end + start;
-        self.leaves.extend(sub.leaves.into_iter().map(|(offset, r)| (offset + value_base as usize, shift(r))));
-        self.gains.extend(sub.gains);
+        self.tree
+            .leaves
+            .extend(sub.tree.leaves.into_iter().map(|(offset, r)| (offset + value_base as usize, shift(r))));
+        self.tree.gains.extend(sub.tree.gains);
     }
 
     /// Seed 000 "Best-first Strategy": always split the waiting node whose
@@ -510,15 +529,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
     /// (seed 000 "Termination Criteria"), or becomes a leaf.
     fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
-        let criterion = self.settings.criterion;
+        let criterion = self.data.settings.criterion;
         let (count, weight) = count_weight(stats, criterion);
         self.may_split(count, weight, depth)
-            && impurity(stats, self.target, criterion, rows, self.weights)
-                > self.settings.impurity_threshold.max(f64::EPSILON)
+            && impurity(stats, self.data.target, criterion, rows, self.data.weights)
+                > self.data.settings.impurity_threshold.max(f64::EPSILON)
     }
 
     fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
-        let s = self.settings;
+        let s = self.data.settings;
         (s.max_depth == 0 || depth < s.max_depth)
             && count >= s.min_samples_split
             && count >= 2.0 * s.constraints.min_samples_leaf
@@ -527,12 +546,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
     fn evaluate(&mut self, mut p: Pending) -> Evaluated {
-        let settings = self.settings;
+        let settings = self.data.settings;
         if !self.splittable(&p.stats, node_rows(self.rows, &self.records, &p), p.depth) {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
-        let (best, hist) = if self.all_features {
+        let (best, hist) = if self.data.all_features {
             let (best, hist) = self.best_of_all_features(&p, known);
             (best, Some(hist))
         } else {
@@ -548,13 +567,20 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         p: &Pending,
         known: Option<Vec<f64>>,
     ) -> (Option<(usize, SplitCandidate)>, Vec<f64>) {
-        let (matrix, stride, criterion) = (self.matrix, self.stride, self.settings.criterion);
-        let c = &self.settings.constraints;
+        let (matrix, stride, criterion) = (self.data.matrix, self.data.stride, self.data.settings.criterion);
+        let c = &self.data.settings.constraints;
         let node_rows = &self.rows[p.start..p.end];
         let h = known.unwrap_or_else(|| {
-            self.layout.build(matrix, self.target, node_rows, self.weights, self.counts, self.rowwise)
+            self.buffers.layout.build(
+                matrix,
+                self.data.target,
+                node_rows,
+                self.data.weights,
+                self.data.counts,
+                self.data.rowwise,
+            )
         });
-        let layout = &self.layout;
+        let layout = &self.buffers.layout;
         let candidates: Vec<Option<SplitCandidate>> = (0..matrix.n_features())
             .into_par_iter()
             .with_min_len(4)
@@ -580,7 +606,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Seed 000: `m` features drawn without replacement (constant ones do not
     /// count), each with its best split or, for the random splitter, a random one.
     fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
-        let (matrix, stride, settings) = (self.matrix, self.stride, self.settings);
+        let (matrix, stride, settings) = (self.data.matrix, self.data.stride, self.data.settings);
         let (criterion, c) = (settings.criterion, &settings.constraints);
         let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
@@ -595,56 +621,73 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 unreachable!("subtrees grown apart scan every feature: they never draw one");
             };
             if i >= fused {
-                draw_feature(&mut self.perm, i, rng);
+                draw_feature(&mut self.buffers.perm, i, rng);
             }
-            let f = self.perm[i];
+            let f = self.buffers.perm[i];
             let mapper = matrix.mapper(f);
             let n_bins = mapper.n_bins();
             let categorical = mapper.is_categorical();
             let candidate = if settings.random_splitter {
-                let node =
-                    NodeRows { rows: node_rows, weights: self.weights, counts: self.counts, target: self.target };
+                let node = NodeRows {
+                    rows: node_rows,
+                    weights: self.data.weights,
+                    counts: self.data.counts,
+                    target: self.data.target,
+                };
                 match random_split(matrix.column(f), mapper, node, criterion, c, &mut || rng.random::<f64>()) {
                     RandomSplit::Constant => continue, // does not count towards features_per_node
                     RandomSplit::Tried(candidate) => candidate,
                 }
-            } else if self.keys.is_some() || node_rows.len() * 2 < n_bins {
+            } else if self.data.keys.is_some() || node_rows.len() * 2 < n_bins {
                 // Scan only the bins the rows occupy: integer class counts
                 // find them cheaply at any size; other statistics when few
                 // rows fall in many bins.
-                match (&self.records, self.keys, self.packed) {
+                match (&self.records, self.data.keys, self.data.packed) {
                     (Some(_), Some((_, n_classes)), _) if i < fused => {
-                        self.compact.take_counts(self.record_sums.feature(i), n_classes)
+                        self.buffers.compact.take_counts(self.buffers.record_sums.feature(i), n_classes)
                     }
                     (Some(records), Some((_, n_classes)), _) => {
                         let node = records.records(p.start..p.end);
-                        self.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
+                        self.buffers.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
                     }
                     (None, Some((keys, n_classes)), _) => {
-                        self.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
+                        self.buffers.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
                     }
-                    (_, None, Some(stats)) => self.compact.build_packed(matrix.column(f), node_rows, stats, stride),
-                    (_, None, None) => {
-                        self.compact.build(matrix.column(f), node_rows, self.weights, self.counts, self.target)
+                    (_, None, Some(stats)) => {
+                        self.buffers.compact.build_packed(matrix.column(f), node_rows, stats, stride)
                     }
+                    (_, None, None) => self.buffers.compact.build(
+                        matrix.column(f),
+                        node_rows,
+                        self.data.weights,
+                        self.data.counts,
+                        self.data.target,
+                    ),
                 }
-                if occupied_bins(self.compact.hist(), stride, criterion) < 2 {
+                if occupied_bins(self.buffers.compact.hist(), stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }
-                best_split(self.compact.hist(), stride, criterion, c, categorical).map(|mut s| {
+                best_split(self.buffers.compact.hist(), stride, criterion, c, categorical).map(|mut s| {
                     let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
-                    s.rule = s.rule.expand(self.compact.bins(), n_bins, unseen_left);
+                    s.rule = s.rule.expand(self.buffers.compact.bins(), n_bins, unseen_left);
                     s
                 })
             } else {
-                let h = &mut self.hist[..n_bins * stride];
-                match self.packed {
+                let h = &mut self.buffers.hist[..n_bins * stride];
+                match self.data.packed {
                     Some(stats) => {
-                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.wide, h, stride)
+                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.buffers.wide, h, stride)
                     }
                     None => {
                         h.fill(0.0);
-                        build_histogram(matrix.column(f), node_rows, self.weights, self.counts, self.target, h);
+                        build_histogram(
+                            matrix.column(f),
+                            node_rows,
+                            self.data.weights,
+                            self.data.counts,
+                            self.data.target,
+                            h,
+                        );
                     }
                 }
                 if occupied_bins(h, stride, criterion) < 2 {
@@ -667,26 +710,26 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// same order from the same stream) and sums their class counts in one
     /// pass over the records; returns how many it drew (0 for other nodes).
     fn sum_drawn_features(&mut self, p: &Pending) -> usize {
-        let (Some(records), Some((_, n_classes)), Some(rng)) = (&self.records, self.keys, self.rng.as_deref_mut())
+        let (Some(records), Some((_, n_classes)), Some(rng)) = (&self.records, self.data.keys, self.rng.as_deref_mut())
         else {
             return 0;
         };
-        let n_features = self.matrix.n_features();
-        let m = self.settings.features_per_node.min(n_features);
+        let n_features = self.data.matrix.n_features();
+        let m = self.data.settings.features_per_node.min(n_features);
         // Smaller nodes list their few bins instead (see `build_counts_records`).
-        if self.settings.random_splitter || p.end - p.start < FUSED_MIN_RECORDS || m < 2 {
+        if self.data.settings.random_splitter || p.end - p.start < FUSED_MIN_RECORDS || m < 2 {
             return 0;
         }
         for i in 0..m {
-            draw_feature(&mut self.perm, i, rng);
+            draw_feature(&mut self.buffers.perm, i, rng);
         }
         // A record holds fewer features than its width.
         let mut n_bins = [0; MAX_RECORD_WIDTH];
-        for (n, &f) in n_bins.iter_mut().zip(&self.perm[..m]) {
-            *n = self.matrix.mapper(f).n_bins();
+        for (n, &f) in n_bins.iter_mut().zip(&self.buffers.perm[..m]) {
+            *n = self.data.matrix.mapper(f).n_bins();
         }
         let node = records.records(p.start..p.end);
-        self.record_sums.fill(node, records.width(), &self.perm[..m], &n_bins[..m], n_classes);
+        self.buffers.record_sums.fill(node, records.width(), &self.buffers.perm[..m], &n_bins[..m], n_classes);
         m
     }
 
@@ -698,7 +741,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         split: SplitCandidate,
         node_hist: Option<Vec<f64>>,
     ) -> (Pending, Pending) {
-        let (matrix, criterion) = (self.matrix, self.settings.criterion);
+        let (matrix, criterion) = (self.data.matrix, self.data.settings.criterion);
         let n_left = self.partition(p.start..p.end, f, &split.rule);
         let mid = p.start + n_left;
         let (test, default_left) = match &split.rule {
@@ -713,12 +756,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 (SplitTest::InCategories(words), goes_left[0])
             }
         };
-        let left = self.nodes.len();
-        self.nodes.push(Node::Leaf { value: 0 });
-        self.nodes.push(Node::Leaf { value: 0 });
-        self.nodes[p.node] =
+        let left = self.tree.nodes.len();
+        self.tree.nodes.push(Node::Leaf { value: 0 });
+        self.tree.nodes.push(Node::Leaf { value: 0 });
+        self.tree.nodes[p.node] =
             Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
-        self.gains.push((f, split.gain.max(0.0)));
+        self.tree.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
         let (mut left_hist, mut right_hist) = (None, None);
         if let Some(parent) = node_hist {
@@ -733,7 +776,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 } else {
                     (&self.rows[mid..p.end], want_right, want_left)
                 };
-                let small = self.layout.build(matrix, self.target, small_rows, self.weights, self.counts, self.rowwise);
+                let small = self.buffers.layout.build(
+                    matrix,
+                    self.data.target,
+                    small_rows,
+                    self.data.weights,
+                    self.data.counts,
+                    self.data.rowwise,
+                );
                 let large = large_wanted.then(|| {
                     let mut large = parent;
                     large.iter_mut().zip(&small).for_each(|(l, s)| *l -= s);
@@ -769,7 +819,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             return left_first + left_second;
         }
         // Row-major bins when the histograms read them: the columns may be released.
-        let (matrix, rowwise) = (self.matrix, self.rowwise);
+        let (matrix, rowwise) = (self.data.matrix, self.data.rowwise);
         let part = |rows: &mut [u32], scratch: &mut [u32]| match rowwise {
             Some(rowwise) => partition_row_bins(rows, rowwise.bins, f, rule, scratch),
             None => partition_rows(rows, matrix.column(f), rule, scratch),
@@ -791,8 +841,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// upper edge, or with known bin ranges (exact splits), midway between
     /// the largest value sent left and the smallest sent right.
     fn threshold(&self, f: usize, bin: u16, left: std::ops::Range<usize>, right: std::ops::Range<usize>) -> f64 {
-        let mapper = self.matrix.mapper(f);
-        let Some(ranges) = self.ranges.map(|r| &r[f]).filter(|r| !r.is_empty()) else {
+        let mapper = self.data.matrix.mapper(f);
+        let Some(ranges) = self.data.ranges.map(|r| &r[f]).filter(|r| !r.is_empty()) else {
             return mapper.threshold(bin);
         };
         let (last_left, first_right) = match &self.records {
@@ -817,16 +867,22 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 
     /// Row `r`'s bin of feature `f` (see [`bin_of`]).
     fn bin(&self, f: usize, r: usize) -> u16 {
-        bin_of(self.matrix, self.rowwise.map(|w| w.bins), f, r)
+        bin_of(self.data.matrix, self.data.rowwise.map(|w| w.bins), f, r)
     }
 
     /// Makes `p` a leaf holding its class distribution or value.
     fn leaf(&mut self, p: &Pending) {
-        let offset = self.values.len();
-        self.nodes[p.node] = Node::Leaf { value: offset as u32 };
-        leaf_value(&p.stats, self.target, self.settings.criterion, self.settings.leaf_scale, &mut self.values);
+        let offset = self.tree.values.len();
+        self.tree.nodes[p.node] = Node::Leaf { value: offset as u32 };
+        leaf_value(
+            &p.stats,
+            self.data.target,
+            self.data.settings.criterion,
+            self.data.settings.leaf_scale,
+            &mut self.tree.values,
+        );
         if self.records.is_none() {
-            self.leaves.push((offset, p.start..p.end));
+            self.tree.leaves.push((offset, p.start..p.end));
         }
     }
 }
