@@ -7,7 +7,7 @@ use arbor_kernels::{FlatNode, TreeNodes};
 use arbor_quantize::FeatureType;
 
 use crate::model::feature::Feature;
-use crate::model::tree::{Node, SplitTest, Tree, TreeShape};
+use crate::model::tree::{rules, Node, SplitTest, Tree, TreeShape};
 
 /// A tree in the traversal layout: the two children of a split side by side.
 #[derive(Clone, Debug)]
@@ -125,9 +125,7 @@ impl FlatTree {
     /// are numbers; leaves, sets and special tests point inside their arrays.
     pub fn check(&self, features: &[Feature], leaf_width: usize) -> Result<usize, String> {
         let n = self.nodes.len();
-        if n == 0 {
-            return Err("a tree has no nodes".into());
-        }
+        rules::has_nodes(n)?;
         // 1 + the node's depth, 0 until its parent is seen.
         let mut depth = vec![0u32; n];
         depth[0] = 1;
@@ -140,16 +138,15 @@ impl FlatTree {
             }
             if node.word & FlatNode::LEAF != 0 {
                 let value = node.value() as usize;
-                if node.next as usize != i || value + leaf_width > self.values.len() {
-                    return Err(format!("leaf {i} points past the tree's values"));
-                }
+                // A flat leaf's `next` is itself; any other points nowhere.
+                let value = (node.next as usize == i).then_some(value);
+                rules::leaf_in_values(i, value, leaf_width, self.values.len())?;
                 deepest = deepest.max(here);
                 continue;
             }
             let feature = (node.word & FlatNode::FEATURE_MASK) as usize;
-            let Some(f) = features.get(feature) else {
-                return Err(format!("node {i} tests feature {feature}, but the model has {}", features.len()));
-            };
+            rules::feature_exists(i, feature, features.len())?;
+            let f = &features[feature];
             let categories = node.word & FlatNode::CATEGORIES != 0;
             if f.kind == FeatureType::Categorical && !categories {
                 return Err(format!("node {i}: a split does not fit the type of its feature"));
@@ -170,9 +167,8 @@ impl FlatTree {
                 return Err(format!("node {i}: a split has a NaN threshold"));
             }
             let left = node.next as usize;
-            if left <= i || left + 1 >= n {
-                return Err(format!("node {i} has an invalid child {left}"));
-            }
+            // The children are `left` and `left + 1`: both among the `n` nodes.
+            rules::child_after(i, left, n - 1, true)?;
             for child in [left, left + 1] {
                 if depth[child] != 0 {
                     return Err(format!("node {child} has 2 parents"));

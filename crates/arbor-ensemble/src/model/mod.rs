@@ -4,8 +4,9 @@
 //! ([`feature`]), a tree's node list ([`tree`]), the forms prediction walks
 //! built one from another ([`flat_tree`] from node lists, [`ranked_forest`]
 //! from flat trees), the holder of those forms ([`trees`]), the builder that
-//! assembles models from imported trees ([`builder`]) and the summaries
-//! `arbor inspect` prints ([`summary`]).
+//! assembles models from imported trees ([`builder`]), the checks of a
+//! whole model ([`validate`]) and the summaries `arbor inspect` prints
+//! ([`summary`]).
 
 pub(crate) mod builder;
 pub(crate) mod feature;
@@ -14,6 +15,7 @@ pub(crate) mod ranked_forest;
 pub(crate) mod summary;
 pub(crate) mod tree;
 pub(crate) mod trees;
+pub(crate) mod validate;
 
 use serde::{Deserialize, Serialize};
 

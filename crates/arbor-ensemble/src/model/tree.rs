@@ -146,26 +146,18 @@ impl Tree {
     /// Checks the structure so traversal can never go out of bounds or loop:
     /// children after parents and in range, leaf outputs in range, features below `n_features`.
     pub fn validate(&self, n_features: usize, value_len: usize) -> Result<(), String> {
-        if self.nodes.is_empty() {
-            return Err("a tree has no nodes".into());
-        }
         let n = self.nodes.len();
+        rules::has_nodes(n)?;
         let mut parents = vec![0u32; n];
         for (i, node) in self.nodes.iter().enumerate() {
             match node {
                 Node::Leaf { value } => {
-                    if *value as usize + value_len > self.values.len() {
-                        return Err(format!("leaf {i} points past the tree's values"));
-                    }
+                    rules::leaf_in_values(i, Some(*value as usize), value_len, self.values.len())?;
                 }
                 Node::Split { feature, left, right, .. } => {
-                    if *feature as usize >= n_features {
-                        return Err(format!("node {i} tests feature {feature}, but the model has {n_features}"));
-                    }
+                    rules::feature_exists(i, *feature as usize, n_features)?;
                     for &c in [left, right] {
-                        if c as usize <= i || c as usize >= n || left == right {
-                            return Err(format!("node {i} has an invalid child {c}"));
-                        }
+                        rules::child_after(i, c as usize, n, left != right)?;
                         parents[c as usize] += 1;
                     }
                 }
@@ -173,6 +165,46 @@ impl Tree {
         }
         if let Some(i) = parents.iter().skip(1).position(|&p| p != 1) {
             return Err(format!("node {} has {} parents", i + 1, parents[i + 1]));
+        }
+        Ok(())
+    }
+}
+
+/// The rules a tree's nodes obey in every form, one function each, so that
+/// node lists ([`Tree::validate`]) and flat trees
+/// ([`crate::model::flat_tree::FlatTree::check`]) report a broken rule in the
+/// same words.
+pub(crate) mod rules {
+    /// A tree has a node (its root).
+    pub(crate) fn has_nodes(n: usize) -> Result<(), String> {
+        if n == 0 {
+            return Err("a tree has no nodes".into());
+        }
+        Ok(())
+    }
+
+    /// Leaf `i`'s `width` values, from offset `value` (`None`: the leaf
+    /// points nowhere), lie within the tree's `n_values`.
+    pub(crate) fn leaf_in_values(i: usize, value: Option<usize>, width: usize, n_values: usize) -> Result<(), String> {
+        match value {
+            Some(value) if value + width <= n_values => Ok(()),
+            _ => Err(format!("leaf {i} points past the tree's values")),
+        }
+    }
+
+    /// Split `i` tests one of the model's `n_features` features.
+    pub(crate) fn feature_exists(i: usize, feature: usize, n_features: usize) -> Result<(), String> {
+        if feature >= n_features {
+            return Err(format!("node {i} tests feature {feature}, but the model has {n_features}"));
+        }
+        Ok(())
+    }
+
+    /// Child `c` of split `i` comes after it among the tree's `n` nodes
+    /// (and, when not `distinct`, is its other child too).
+    pub(crate) fn child_after(i: usize, c: usize, n: usize, distinct: bool) -> Result<(), String> {
+        if c <= i || c >= n || !distinct {
+            return Err(format!("node {i} has an invalid child {c}"));
         }
         Ok(())
     }
