@@ -1,0 +1,222 @@
+//! Finding a node's best split: whether it may split at all, then the
+//! search over every feature (histograms kept and subtracted) or over
+//! randomly drawn ones.
+
+use arbor_kernels::{
+    best_split, build_histogram, build_histogram_packed, child_size, count_weight, occupied_bins, random_split,
+    NodeRows, RandomSplit, SplitCandidate, MAX_RECORD_WIDTH,
+};
+
+use rand::Rng;
+use rayon::prelude::*;
+
+use super::{draw_feature, impurity, node_rows, Evaluated, Grower, Pending, FUSED_MIN_RECORDS};
+
+impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
+    /// Whether a node of these statistics and rows at this depth is split
+    /// (seed 000 "Termination Criteria"), or becomes a leaf.
+    pub(super) fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
+        let criterion = self.data.settings.criterion;
+        let (count, weight) = count_weight(stats, criterion);
+        self.may_split(count, weight, depth)
+            && impurity(stats, self.data.target, criterion, rows, self.data.weights)
+                > self.data.settings.impurity_threshold.max(f64::EPSILON)
+    }
+
+    pub(super) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
+        let s = self.data.settings;
+        (s.max_depth == 0 || depth < s.max_depth)
+            && count >= s.min_samples_split
+            && count >= 2.0 * s.constraints.min_samples_leaf
+            && weight >= 2.0 * s.constraints.min_weight_leaf
+    }
+
+    /// Finds a node's split: `best` is `None` when the node must be a leaf.
+    pub(super) fn evaluate(&mut self, mut p: Pending) -> Evaluated {
+        let settings = self.data.settings;
+        if !self.splittable(&p.stats, node_rows(self.rows, &self.records, &p), p.depth) {
+            return Evaluated { pending: p, best: None, hist: None };
+        }
+        let known = p.hist.take();
+        let (best, hist) = if self.data.all_features {
+            let (best, hist) = self.best_of_all_features(&p, known);
+            (best, Some(hist))
+        } else {
+            (self.best_of_random_features(&p), None)
+        };
+        let best = best.filter(|(_, s)| s.gain >= settings.min_gain);
+        Evaluated { pending: p, best, hist }
+    }
+
+    /// Every feature's best split from the node's histograms (built, or known by subtraction).
+    pub(super) fn best_of_all_features(
+        &mut self,
+        p: &Pending,
+        known: Option<Vec<f64>>,
+    ) -> (Option<(usize, SplitCandidate)>, Vec<f64>) {
+        let (matrix, stride, criterion) = (self.data.matrix, self.data.stride, self.data.settings.criterion);
+        let c = &self.data.settings.constraints;
+        let node_rows = &self.rows[p.start..p.end];
+        let h = known.unwrap_or_else(|| {
+            self.buffers.layout.build(
+                matrix,
+                self.data.target,
+                node_rows,
+                self.data.weights,
+                self.data.counts,
+                self.data.rowwise,
+            )
+        });
+        let layout = &self.buffers.layout;
+        let candidates: Vec<Option<SplitCandidate>> = (0..matrix.n_features())
+            .into_par_iter()
+            .with_min_len(4)
+            .map(|f| {
+                let fh = layout.feature(&h, f);
+                (occupied_bins(fh, stride, criterion) >= 2)
+                    .then(|| best_split(fh, stride, criterion, c, matrix.mapper(f).is_categorical()))
+                    .flatten()
+            })
+            .collect();
+        // The highest gain wins; on a tie, the lowest feature index.
+        let mut best: Option<(usize, SplitCandidate)> = None;
+        for (f, candidate) in candidates.into_iter().enumerate() {
+            if let Some(candidate) = candidate {
+                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                    best = Some((f, candidate));
+                }
+            }
+        }
+        (best, h)
+    }
+
+    /// Seed 000: `m` features drawn without replacement (constant ones do not
+    /// count), each with its best split or, for the random splitter, a random one.
+    pub(super) fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
+        let (matrix, stride, settings) = (self.data.matrix, self.data.stride, self.data.settings);
+        let (criterion, c) = (settings.criterion, &settings.constraints);
+        let n_features = matrix.n_features();
+        let fused = self.sum_drawn_features(p);
+        let node_rows = node_rows(self.rows, &self.records, p);
+        let mut best: Option<(usize, SplitCandidate)> = None;
+        let mut visited = 0;
+        for i in 0..n_features {
+            if visited >= settings.features_per_node {
+                break;
+            }
+            let Some(rng) = self.rng.as_deref_mut() else {
+                unreachable!("subtrees grown apart scan every feature: they never draw one");
+            };
+            if i >= fused {
+                draw_feature(&mut self.buffers.perm, i, rng);
+            }
+            let f = self.buffers.perm[i];
+            let mapper = matrix.mapper(f);
+            let n_bins = mapper.n_bins();
+            let categorical = mapper.is_categorical();
+            let candidate = if settings.random_splitter {
+                let node = NodeRows {
+                    rows: node_rows,
+                    weights: self.data.weights,
+                    counts: self.data.counts,
+                    target: self.data.target,
+                };
+                match random_split(matrix.column(f), mapper, node, criterion, c, &mut || rng.random::<f64>()) {
+                    RandomSplit::Constant => continue, // does not count towards features_per_node
+                    RandomSplit::Tried(candidate) => candidate,
+                }
+            } else if self.data.keys.is_some() || node_rows.len() * 2 < n_bins {
+                // Scan only the bins the rows occupy: integer class counts
+                // find them cheaply at any size; other statistics when few
+                // rows fall in many bins.
+                match (&self.records, self.data.keys, self.data.packed) {
+                    (Some(_), Some((_, n_classes)), _) if i < fused => {
+                        self.buffers.compact.take_counts(self.buffers.record_sums.feature(i), n_classes)
+                    }
+                    (Some(records), Some((_, n_classes)), _) => {
+                        let node = records.records(p.start..p.end);
+                        self.buffers.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
+                    }
+                    (None, Some((keys, n_classes)), _) => {
+                        self.buffers.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
+                    }
+                    (_, None, Some(stats)) => {
+                        self.buffers.compact.build_packed(matrix.column(f), node_rows, stats, stride)
+                    }
+                    (_, None, None) => self.buffers.compact.build(
+                        matrix.column(f),
+                        node_rows,
+                        self.data.weights,
+                        self.data.counts,
+                        self.data.target,
+                    ),
+                }
+                if occupied_bins(self.buffers.compact.hist(), stride, criterion) < 2 {
+                    continue; // constant here: does not count towards features_per_node
+                }
+                best_split(self.buffers.compact.hist(), stride, criterion, c, categorical).map(|mut s| {
+                    let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
+                    s.rule = s.rule.expand(self.buffers.compact.bins(), n_bins, unseen_left);
+                    s
+                })
+            } else {
+                let h = &mut self.buffers.hist[..n_bins * stride];
+                match self.data.packed {
+                    Some(stats) => {
+                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.buffers.wide, h, stride)
+                    }
+                    None => {
+                        h.fill(0.0);
+                        build_histogram(
+                            matrix.column(f),
+                            node_rows,
+                            self.data.weights,
+                            self.data.counts,
+                            self.data.target,
+                            h,
+                        );
+                    }
+                }
+                if occupied_bins(h, stride, criterion) < 2 {
+                    continue; // constant here: does not count towards features_per_node
+                }
+                best_split(h, stride, criterion, c, categorical)
+            };
+            visited += 1;
+            if let Some(candidate) = candidate {
+                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                    best = Some((f, candidate));
+                }
+            }
+        }
+        best
+    }
+
+    /// For a large node on row records, draws the first `m` features (those
+    /// the loop of [`Grower::best_of_random_features`] draws first, in the
+    /// same order from the same stream) and sums their class counts in one
+    /// pass over the records; returns how many it drew (0 for other nodes).
+    pub(super) fn sum_drawn_features(&mut self, p: &Pending) -> usize {
+        let (Some(records), Some((_, n_classes)), Some(rng)) = (&self.records, self.data.keys, self.rng.as_deref_mut())
+        else {
+            return 0;
+        };
+        let n_features = self.data.matrix.n_features();
+        let m = self.data.settings.features_per_node.min(n_features);
+        // Smaller nodes list their few bins instead (see `build_counts_records`).
+        if self.data.settings.random_splitter || p.end - p.start < FUSED_MIN_RECORDS || m < 2 {
+            return 0;
+        }
+        for i in 0..m {
+            draw_feature(&mut self.buffers.perm, i, rng);
+        }
+        // A record holds fewer features than its width.
+        let mut n_bins = [0; MAX_RECORD_WIDTH];
+        for (n, &f) in n_bins.iter_mut().zip(&self.buffers.perm[..m]) {
+            *n = self.data.matrix.mapper(f).n_bins();
+        }
+        let node = records.records(p.start..p.end);
+        self.buffers.record_sums.fill(node, records.width(), &self.buffers.perm[..m], &n_bins[..m], n_classes);
+        m
+    }
+}
