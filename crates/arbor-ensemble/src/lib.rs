@@ -1,6 +1,6 @@
 //! Decision forests for arbor: training, prediction, and the model format.
 //!
-//! [`TrainingData`] reads and checks Arrow data, [`train`] grows a forest on
+//! [`TrainingData`] reads and checks Arrow data, [`train()`] grows a forest on
 //! its quantized form, and the resulting [`Model`] predicts record batches and
 //! encodes to versioned, checksummed bytes.
 //!

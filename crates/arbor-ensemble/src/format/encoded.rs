@@ -24,7 +24,7 @@ pub(crate) struct EncodedTrees {
 }
 
 impl EncodedTrees {
-    /// Sections in the format this build writes, encoded by [`encode_tree`]
+    /// Sections in the format this build writes, encoded by [`encode_tree`](crate::format::encode::encode_tree)
     /// or read from a file and checked, so that they decode without error.
     pub(crate) fn new(sections: Sections, features: Vec<Feature>, leaf_width: usize) -> EncodedTrees {
         EncodedTrees { sections, features, leaf_width }
@@ -35,7 +35,7 @@ impl EncodedTrees {
         self.sections.len()
     }
 
-    /// Hands `f` the trees in the model format, in pieces, as [`encode`] would write them.
+    /// Hands `f` the trees in the model format, in pieces, as [`encode`](crate::format::encode::encode) would write them.
     pub(crate) fn visit(&self, f: &mut impl FnMut(&[u8])) {
         visit_sections(&self.sections.slices(), f);
     }

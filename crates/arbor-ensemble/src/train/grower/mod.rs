@@ -356,7 +356,7 @@ struct Inputs<'a, 't> {
 
 /// A grower's own working buffers, reused from node to node.
 struct Buffers {
-    /// Four-lane bins for [`build_histogram_packed`].
+    /// Four-lane bins for [`build_histogram_packed`](arbor_kernels::build_histogram_packed).
     wide: Vec<RowStats>,
     layout: Layout,
     hist: Vec<f64>,
