@@ -9,7 +9,7 @@ use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use arbor::ensemble::{train, Model, TrainParams, TrainingData};
+use arbor::ensemble::{Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
 use arbor::kernels::{
     build_histogram, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins, RowRecords, RowStats,
@@ -30,7 +30,12 @@ fn flights(file: &str) -> RecordBatch {
 }
 
 fn training_data(batch: &RecordBatch) -> TrainingData {
-    TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, None).unwrap()
+    Trainer::new(TrainParams::default()).training_data(batch).unwrap()
+}
+
+/// A model trained on prepared data with an options string.
+fn train(data: &TrainingData, options: &str) -> Model {
+    Trainer::new(TrainParams::parse_options(options).unwrap()).fit_data(data).unwrap().model
 }
 
 /// The histogram kernels at every SIMD level this CPU runs, on the root node
@@ -50,8 +55,8 @@ fn training_data(batch: &RecordBatch) -> TrainingData {
 fn histogram(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
-    let matrix = BinnedMatrix::fit(&data.columns, &QuantizeParams::default());
-    let labels = match &data.target {
+    let matrix = BinnedMatrix::fit(data.columns(), &QuantizeParams::default());
+    let labels = match data.target() {
         arbor::ensemble::Target::Classes(l) => l.clone(),
         arbor::ensemble::Target::Values(_) => unreachable!("flights is classification"),
     };
@@ -66,7 +71,7 @@ fn histogram(c: &mut Criterion) {
     let gradients = Target::Gradients { grad: &grad, hess: &hess };
     let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
     let stats: Vec<RowStats> = (0..n).map(|r| [1.0, grad[r], hess[r], 0.0]).collect();
-    let f = data.features.iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
+    let f = data.features().iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
     let n_bins = matrix.mapper(f).n_bins();
     let keys = count_keys(&classes, &rows, &ones, &ones).expect("unit weights");
 
@@ -173,11 +178,10 @@ fn preparation(c: &mut Criterion) {
 fn training(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let data = training_data(&batch);
-    let params = TrainParams::parse_options("n_trees=4").unwrap();
     let mut group = c.benchmark_group("train");
     group.sample_size(10);
     group.throughput(Throughput::Elements(data.n_rows() as u64 * 4));
-    group.bench_function("flights_4_trees", |b| b.iter(|| black_box(train(&data, &params, &|_| {}).unwrap())));
+    group.bench_function("flights_4_trees", |b| b.iter(|| black_box(train(&data, "n_trees=4"))));
     group.finish();
 }
 
@@ -190,10 +194,10 @@ fn boosting(c: &mut Criterion) {
     let mut group = c.benchmark_group("boosting");
     group.sample_size(10);
     for rounds in [1usize, 10] {
-        let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting n_rounds={rounds}")).unwrap();
+        let options = format!("algorithm=gradient-boosting n_rounds={rounds}");
         group.throughput(Throughput::Elements(data.n_rows() as u64 * rounds as u64));
         group.bench_function(BenchmarkId::new("flights_rounds", rounds), |b| {
-            b.iter(|| black_box(train(&data, &params, &|_| {}).unwrap()))
+            b.iter(|| black_box(train(&data, &options)))
         });
     }
     group.finish();
@@ -202,17 +206,15 @@ fn boosting(c: &mut Criterion) {
 fn prediction(c: &mut Criterion) {
     let train_batch = flights("flights_cls_train.parquet");
     let test = flights("flights_cls_test.parquet");
-    let model: Model =
-        train(&training_data(&train_batch), &TrainParams::parse_options("n_trees=20").unwrap(), &|_| {}).unwrap();
+    let model = train(&training_data(&train_batch), "n_trees=20");
     let mut group = c.benchmark_group("predict");
     group.sample_size(10);
     group.throughput(Throughput::Elements(test.num_rows() as u64));
-    group.bench_function("flights_20_trees", |b| b.iter(|| black_box(model.predict_batch(&test).unwrap())));
+    group.bench_function("flights_20_trees", |b| b.iter(|| black_box(model.score(&test).unwrap())));
     // shallow boosted trees: the level-by-level batched walk
     let options = "algorithm=gradient-boosting, n_rounds=50, max_depth=6";
-    let boosted: Model =
-        train(&training_data(&train_batch), &TrainParams::parse_options(options).unwrap(), &|_| {}).unwrap();
-    group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.predict_batch(&test).unwrap())));
+    let boosted = train(&training_data(&train_batch), options);
+    group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.score(&test).unwrap())));
     group.finish();
 
     // The forest's walk at every SIMD level, on one thread (the level is
@@ -223,9 +225,7 @@ fn prediction(c: &mut Criterion) {
     group.throughput(Throughput::Elements(test.num_rows() as u64));
     for level in Level::available() {
         group.bench_function(BenchmarkId::new("flights_20_trees", level), |b| {
-            b.iter(|| {
-                one_thread.install(|| with_level(level, || black_box(model.predict_batch(&test).unwrap())).unwrap())
-            })
+            b.iter(|| one_thread.install(|| with_level(level, || black_box(model.score(&test).unwrap())).unwrap()))
         });
     }
     group.finish();
@@ -238,7 +238,7 @@ fn prediction(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(bytes.len() as u64));
     group.bench_function("flights_20_trees", |b| b.iter(|| black_box(Model::from_bytes(&bytes).unwrap())));
     group.bench_function("flights_20_trees_then_predict", |b| {
-        b.iter(|| black_box(Model::from_bytes(&bytes).unwrap().predict_batch(&test).unwrap()))
+        b.iter(|| black_box(Model::from_bytes(&bytes).unwrap().score(&test).unwrap()))
     });
     group.finish();
 }

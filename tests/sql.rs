@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use arbor_datafusion::model_bytes;
 use arbor_ensemble::Model;
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{Float64Type, Int64Type};
@@ -49,7 +50,7 @@ async fn sql_model_equals_cli_model() {
         "SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=4') AS m FROM (SELECT * FROM flights_train LIMIT 20000)"
     );
     let batches = query(&ctx, &sql).await;
-    let sql_bytes = batches[0].column(0).as_binary_view().value(0).to_vec();
+    let sql_bytes = model_bytes(batches[0].column(0), 0).unwrap().to_vec();
 
     let dir = tempfile::tempdir().unwrap();
     let subset = dir.path().join("subset.parquet");
@@ -64,8 +65,8 @@ async fn sql_model_equals_cli_model() {
     assert!(status.success());
     let cli_bytes = std::fs::read(&model).unwrap();
     let (a, b) = (Model::from_bytes(&sql_bytes).unwrap(), Model::from_bytes(&cli_bytes).unwrap());
-    assert_eq!(a.features, b.features);
-    assert_eq!(a.trees, b.trees);
+    assert_eq!(a.features(), b.features());
+    assert_eq!(a.trees(), b.trees());
     assert_eq!(sql_bytes, cli_bytes, "same data, same options: the same model bytes");
 }
 
@@ -76,9 +77,9 @@ async fn weighted_sql_model_equals_weighted_cli_model() {
     let ctx = session(1, 8192).await;
     let rows = "SELECT *, CAST(1 + month % 3 AS DOUBLE) AS w FROM flights_train LIMIT 10000";
     let sql = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, w, 'n_trees=3, weight=w') AS m FROM ({rows})");
-    let sql_bytes = query(&ctx, &sql).await[0].column(0).as_binary_view().value(0).to_vec();
+    let sql_bytes = model_bytes(query(&ctx, &sql).await[0].column(0), 0).unwrap().to_vec();
     let unweighted = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=3') AS m FROM ({rows})");
-    let unweighted_bytes = query(&ctx, &unweighted).await[0].column(0).as_binary_view().value(0).to_vec();
+    let unweighted_bytes = model_bytes(query(&ctx, &unweighted).await[0].column(0), 0).unwrap().to_vec();
     assert_ne!(sql_bytes, unweighted_bytes, "the weights must matter");
 
     let dir = tempfile::tempdir().unwrap();
@@ -262,4 +263,39 @@ async fn an_imported_xgboost_model_predicts_in_sql() {
         }
     }
     assert_eq!(n, 300);
+}
+
+/// Lowercase hex, for a binary SQL literal `X'...'`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_cached_model_never_answers_for_other_bytes() {
+    // Two copies of a model that differ in one payload byte share their header
+    // (length and checksum); the corrupt one must fail its checksum even after
+    // the good one was decoded and cached in the same session.
+    let ctx = session(1, 8192).await;
+    let train = "SELECT train_forest(label, dep_delay, carrier, 'n_trees=3') AS m FROM (SELECT * FROM flights_train LIMIT 3000)";
+    let good = model_bytes(query(&ctx, train).await[0].column(0), 0).unwrap().to_vec();
+    let mut bad = good.clone();
+    let middle = 28 + (bad.len() - 28) / 2;
+    bad[middle] ^= 0x40;
+    assert_eq!(good[..28], bad[..28], "the same header");
+
+    let score = |bytes: &[u8]| format!("SELECT predict_forest(X'{}', 12.0, 'UA') AS p", hex(bytes));
+    let first = query(&ctx, &score(&good)).await;
+    assert_eq!(first[0].num_rows(), 1);
+    let on_its_own = query_err(&session(1, 8192).await, &score(&bad)).await;
+    assert!(on_its_own.contains("checksum"), "{on_its_own}");
+    assert_eq!(query_err(&ctx, &score(&bad)).await, on_its_own);
+
+    // The same through model columns: the good model scored first, then the bad.
+    query(&ctx, &format!("CREATE TABLE good AS SELECT X'{}' AS m", hex(&good))).await;
+    query(&ctx, &format!("CREATE TABLE bad AS SELECT X'{}' AS m", hex(&bad))).await;
+    query(&ctx, "SELECT predict_forest_proba(m, 12.0, 'UA') FROM good").await;
+    let err = query_err(&ctx, "SELECT predict_forest_proba(m, 12.0, 'UA') FROM bad").await;
+    assert!(err.contains("checksum"), "{err}");
+    let err = query_err(&ctx, "SELECT forest_info(m) FROM bad").await;
+    assert!(err.contains("checksum"), "{err}");
 }

@@ -39,8 +39,8 @@ pub fn import(format: ImportFormat, input: &Path, output: &Path) -> Result<Strin
     Ok(format!(
         "imported {}: {what}, {} trees, {} features -> {}",
         input.display(),
-        model.trees.len(),
-        model.features.len(),
+        model.trees().len(),
+        model.features().len(),
         output.display()
     ))
 }

@@ -37,7 +37,7 @@ pub fn load_model(path: &std::path::Path) -> Result<Model, CliError> {
 pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
     let model = load_model(&args.model)?;
     let (schema, reader) = parquet_io::open(&args.input)?;
-    for (i, f) in model.features.iter().enumerate() {
+    for (i, f) in model.features().iter().enumerate() {
         let field = schema.field_with_name(&f.name).map_err(|_| {
             CliError::Usage(format!(
                 "{}: the model's feature '{}' is not a column of the input (columns: {})",
@@ -48,7 +48,7 @@ pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
         })?;
         model.check_feature_type(i, field.data_type())?;
     }
-    if args.proba && model.task != arbor_ensemble::Task::Classification {
+    if args.proba && model.task() != arbor_ensemble::Task::Classification {
         return Err(CliError::Usage("--proba needs a classification model; this one is regression".into()));
     }
     let mut fields: Vec<Arc<Field>> = schema.fields().iter().cloned().collect();
@@ -78,7 +78,7 @@ pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
     for batch in reader {
         let batch = batch.map_err(|e| CliError::Parquet { path: args.input.clone(), source: e.into() })?;
         let started = std::time::Instant::now();
-        let predictions = model.predict_batch(&batch)?;
+        let predictions = model.score(&batch)?;
         scoring += started.elapsed();
         let mut columns = batch.columns().to_vec();
         columns.push(model.prediction_array(&predictions)?);

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arbor_ensemble::{Algorithm, ArborError, Model, OutOfBag, Progress, Task, TrainParams, TrainingData};
+use arbor_ensemble::{
+    Algorithm, ArborError, Model, OutOfBag, Progress, Task, TrainParams, Trained, Trainer, TrainingData,
+};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
 use arrow::compute::nullif;
 use parquet::arrow::ArrowWriter;
@@ -64,14 +66,6 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     let start = Instant::now();
     // Read a column at a time: the whole table is never in memory.
     let input = parquet_io::ColumnReader::open(&args.input)?;
-    let data = TrainingData::from_column_reader(
-        input.schema(),
-        &args.label,
-        args.features.as_deref(),
-        args.weight.as_deref(),
-        params.task,
-        |name| input.read(name).map_err(|e| ArborError::Data(e.to_string())),
-    )?;
     let (total, what) = match params.algorithm.0 {
         Algorithm::RandomForest => (params.forest.n_trees, "trees"),
         Algorithm::GradientBoosting => (params.boosting.n_rounds, "rounds"),
@@ -86,15 +80,22 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
             _ => {}
         }
     };
+    // A forest's finished trees wait in a temporary file beside the model, not in memory.
+    let mut trainer = Trainer::new(params)
+        .label(&args.label)
+        .on_progress(&on_progress)
+        .spill_trees_to(AtomicFile::directory(&args.output));
+    if let Some(features) = &args.features {
+        trainer = trainer.features(features);
+    }
+    if let Some(weight) = &args.weight {
+        trainer = trainer.weight(weight);
+    }
+    let data = TrainingData::from_column_reader(input.schema(), trainer.roles(), trainer.params().task, |name| {
+        input.read(name).map_err(|e| ArborError::Data(e.to_string()))
+    })?;
     // Training frees what it can of the data.
-    let (model, oob) = match params.algorithm.0 {
-        Algorithm::RandomForest => {
-            // Finished trees wait in a temporary file beside the model, not in memory.
-            let dir = AtomicFile::directory(&args.output);
-            arbor_ensemble::train_forest_spilled(data, &params, &on_progress, dir)?
-        }
-        Algorithm::GradientBoosting => (arbor_ensemble::train_owned(data, &params, &on_progress)?, None),
-    };
+    let Trained { model, out_of_bag: oob } = trainer.fit_owned(data)?;
     bar.finish_and_clear();
     let oob_report = match (&args.oob_output, &oob) {
         (Some(path), Some(oob)) => {
@@ -106,7 +107,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     };
     let written = model.write_to(std::io::BufWriter::new(file.file())).map_err(CliError::io(&args.output))?;
     file.commit()?;
-    let stopped = match model.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()) {
+    let stopped = match model.boosting().and_then(|b| b.early_stopping.as_ref()) {
         Some(e) => format!(
             "; early stopping kept {} of {} rounds (validation loss {:.6} on {} rows)",
             e.best_round, e.rounds_run, e.best_loss, e.validation_rows
@@ -115,11 +116,11 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     };
     Ok(format!(
         "trained {} {} {} trees on {} rows ({} skipped: null label) in {:.2}s; wrote {} ({} bytes){stopped}{oob_report}",
-        model.trees.len(),
-        model.task.name(),
-        model.algorithm.name(),
-        model.training_rows,
-        model.skipped_null_labels,
+        model.trees().len(),
+        model.task().name(),
+        model.algorithm().name(),
+        model.training_rows(),
+        model.skipped_null_labels(),
         start.elapsed().as_secs_f64(),
         args.output.display(),
         written
@@ -131,9 +132,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
 /// training row with a non-null label, in input order.
 fn write_oob(path: &Path, model: &Model, oob: &OutOfBag) -> Result<(), CliError> {
     let rows = oob.per_observation.as_ref().ok_or_else(|| CliError::Usage("no per-row out-of-bag results".into()))?;
-    let (label, prediction): (ArrayRef, ArrayRef) = match (model.task, &model.label.classes) {
+    let (label, prediction): (ArrayRef, ArrayRef) = match (model.task(), &model.label().classes) {
         (Task::Classification, Some(classes)) => {
-            let label_type = model.label.arrow_type()?;
+            let label_type = model.label().arrow_type()?;
             let labels: Vec<u32> = rows.iter().map(|o| o.label as u32).collect();
             let index: Vec<u32> = rows.iter().map(|o| o.prediction.unwrap_or(0.0) as u32).collect();
             let never_out = BooleanArray::from_iter(rows.iter().map(|o| Some(o.prediction.is_none())));
@@ -147,7 +148,7 @@ fn write_oob(path: &Path, model: &Model, oob: &OutOfBag) -> Result<(), CliError>
     };
     let error: ArrayRef = Arc::new(Float64Array::from_iter(rows.iter().map(|o| o.error)));
     let batch = RecordBatch::try_from_iter([
-        (model.label.name.as_str(), label),
+        (model.label().name.as_str(), label),
         ("oob_prediction", prediction),
         ("oob_error", error),
     ])?;

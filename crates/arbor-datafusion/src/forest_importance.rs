@@ -10,6 +10,8 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::model_argument::{map_models, model_signature};
+use crate::model_cache::ModelCache;
+use crate::model_column::ModelKind;
 use crate::sql_reference::DOC_SECTION;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -42,18 +44,13 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct ForestImportance {
     signature: Signature,
+    cache: Arc<ModelCache>,
 }
 
 impl ForestImportance {
     /// A new `forest_importance`.
-    pub fn new() -> Self {
-        ForestImportance { signature: model_signature() }
-    }
-}
-
-impl Default for ForestImportance {
-    fn default() -> Self {
-        Self::new()
+    pub fn new(cache: Arc<ModelCache>) -> Self {
+        ForestImportance { signature: model_signature(), cache }
     }
 }
 
@@ -80,23 +77,26 @@ impl ScalarUDFImpl for ForestImportance {
         Some(&DOCUMENTATION)
     }
 
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if let Some(model) = arg_types.first() {
+            ModelKind::expect(self.name(), model)?;
+        }
         Ok(list_type())
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        map_models(self.name(), &args.args[0], |models| {
+        map_models(self.name(), &self.cache, &args.args[0], |models| {
             let (mut names, mut values, mut lengths) = (Vec::new(), Vec::new(), Vec::with_capacity(models.len()));
             for model in models {
                 let Some(model) = model else {
                     lengths.push(0);
                     continue;
                 };
-                for (f, feature) in model.features.iter().enumerate() {
+                for (f, feature) in model.features().iter().enumerate() {
                     names.push(feature.name.clone());
-                    values.push(model.importance.as_ref().map(|imp| imp[f]));
+                    values.push(model.importance().map(|imp| imp[f]));
                 }
-                lengths.push(model.features.len());
+                lengths.push(model.features().len());
             }
             let entries = StructArray::new(
                 entry_fields(),

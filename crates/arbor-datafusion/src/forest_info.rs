@@ -8,6 +8,8 @@ use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature};
 
 use crate::model_argument::{map_models, model_signature};
+use crate::model_cache::ModelCache;
+use crate::model_column::ModelKind;
 use crate::sql_reference::DOC_SECTION;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -39,18 +41,13 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct ForestInfo {
     signature: Signature,
+    cache: Arc<ModelCache>,
 }
 
 impl ForestInfo {
     /// A new `forest_info`.
-    pub fn new() -> Self {
-        ForestInfo { signature: model_signature() }
-    }
-}
-
-impl Default for ForestInfo {
-    fn default() -> Self {
-        Self::new()
+    pub fn new(cache: Arc<ModelCache>) -> Self {
+        ForestInfo { signature: model_signature(), cache }
     }
 }
 
@@ -67,12 +64,15 @@ impl ScalarUDFImpl for ForestInfo {
         Some(&DOCUMENTATION)
     }
 
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        if let Some(model) = arg_types.first() {
+            ModelKind::expect(self.name(), model)?;
+        }
         Ok(DataType::Utf8)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        map_models(self.name(), &args.args[0], |models| {
+        map_models(self.name(), &self.cache, &args.args[0], |models| {
             let infos: StringArray = models.iter().map(|m| m.as_ref().map(|m| m.summary_json().to_string())).collect();
             Ok(Arc::new(infos))
         })

@@ -2,7 +2,8 @@
 //!
 //! [`register`] adds to a `SessionContext`:
 //! - `train_forest(label, feature, ... [, 'options'])`, an aggregate returning
-//!   the model as a binary value (`BinaryView`; one model per group with GROUP BY);
+//!   the model (one per group with GROUP BY) as a [model column](model_column):
+//!   its bytes, and in its type the type of its predictions;
 //! - `predict_forest(model, feature, ...)`, the prediction per row, typed like
 //!   the label for classification and Float64 for regression;
 //! - `predict_forest_proba(model, feature, ...)`, class probabilities as `List<Float64>`;
@@ -22,10 +23,12 @@
 //! # });
 //! ```
 
+mod error;
 mod forest_importance;
 mod forest_info;
 mod model_argument;
 mod model_cache;
+pub mod model_column;
 mod predict_forest;
 mod sql_reference;
 mod train_forest;
@@ -36,21 +39,21 @@ use datafusion::prelude::SessionContext;
 
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
-pub use model_argument::binary_value;
+pub use model_cache::ModelCache;
+pub use model_column::{model_bytes, model_type, ModelKind};
 pub use predict_forest::{PredictForest, PredictOutput};
 pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};
 pub use train_forest::TrainForest;
 
-/// Field metadata key on a model column: the Arrow type `predict_forest` returns.
-pub const PREDICTION_TYPE_KEY: &str = "arbor.prediction_type";
-
-/// Every arbor scalar function.
+/// Every arbor scalar function, decoding models through one new cache (so a
+/// session decodes each model once, and no session's models answer for another's).
 pub fn scalar_functions() -> Vec<ScalarUDF> {
+    let cache = ModelCache::new();
     vec![
-        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Prediction)),
-        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Probabilities)),
-        ScalarUDF::new_from_impl(ForestInfo::new()),
-        ScalarUDF::new_from_impl(ForestImportance::new()),
+        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Prediction, cache.clone())),
+        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Probabilities, cache.clone())),
+        ScalarUDF::new_from_impl(ForestInfo::new(cache.clone())),
+        ScalarUDF::new_from_impl(ForestImportance::new(cache)),
     ]
 }
 

@@ -1,33 +1,36 @@
-//! A model given as a function argument: a Binary, LargeBinary or BinaryView
-//! column or scalar, as `train_forest` returns it or as read from a file.
+//! A model given as a function argument: a model column or scalar (see
+//! [`crate::model_column`]), decoded through the session's [`ModelCache`].
 
 use std::sync::Arc;
 
 use arbor_ensemble::Model;
-use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::DataType;
-use datafusion::common::{exec_err, ScalarValue};
-use datafusion::error::{DataFusionError, Result};
+use arrow::array::{Array, ArrayRef};
+use arrow::buffer::Buffer;
+use datafusion::common::ScalarValue;
+use datafusion::error::Result;
 use datafusion::logical_expr::{ColumnarValue, Signature, Volatility};
 
-use crate::model_cache::decoded;
+use crate::error::FunctionError;
+use crate::model_cache::ModelCache;
+use crate::model_column::ModelBytes;
 
-/// One argument, a model column of any binary type.
+/// One argument, a model column; its type is checked by [`crate::model_column::ModelKind::expect`].
 pub(crate) fn model_signature() -> Signature {
-    Signature::uniform(1, vec![DataType::Binary, DataType::LargeBinary, DataType::BinaryView], Volatility::Immutable)
+    Signature::any(1, Volatility::Immutable)
 }
 
-/// Row `row`'s bytes in a Binary, LargeBinary or BinaryView array (a model
-/// column); `None` for a null or a non-binary array.
-pub fn binary_value(array: &dyn Array, row: usize) -> Option<&[u8]> {
-    if array.is_null(row) {
-        return None;
-    }
-    match array.data_type() {
-        DataType::Binary => Some(array.as_binary::<i32>().value(row)),
-        DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
-        DataType::BinaryView => Some(array.as_binary_view().value(row)),
-        _ => None,
+/// A scalar model argument's bytes without copying them: an owned binary
+/// value becomes a buffer, a typed struct value shares its array's buffer.
+pub(crate) fn scalar_buffer(function: &str, scalar: ScalarValue) -> Result<Option<Buffer>> {
+    match scalar {
+        ScalarValue::Binary(b) | ScalarValue::LargeBinary(b) | ScalarValue::BinaryView(b) => {
+            Ok(b.map(Buffer::from_vec))
+        }
+        ScalarValue::Null => Ok(None),
+        other => {
+            let array = other.to_array()?;
+            Ok(ModelBytes::new(function, array.as_ref())?.buffer(0))
+        }
     }
 }
 
@@ -36,26 +39,19 @@ pub fn binary_value(array: &dyn Array, row: usize) -> Option<&[u8]> {
 /// argument gives a scalar back.
 pub(crate) fn map_models(
     function: &str,
+    cache: &ModelCache,
     arg: &ColumnarValue,
     per_model: impl FnOnce(&[Option<Arc<Model>>]) -> Result<ArrayRef>,
 ) -> Result<ColumnarValue> {
     let decode = |array: &dyn Array| -> Result<Vec<Option<Arc<Model>>>> {
-        (0..array.len())
-            .map(|row| {
-                binary_value(array, row)
-                    .map(|bytes| decoded(bytes).map_err(|e| DataFusionError::Execution(format!("{function}: {e}"))))
-                    .transpose()
-            })
-            .collect()
+        let models = ModelBytes::new(function, array)?;
+        (0..models.len()).map(|row| models.buffer(row).map(|b| cache.decode(b).exec(function)).transpose()).collect()
     };
     match arg {
         ColumnarValue::Array(models) => Ok(ColumnarValue::Array(per_model(&decode(models.as_ref())?)?)),
-        ColumnarValue::Scalar(
-            s @ (ScalarValue::Binary(_) | ScalarValue::LargeBinary(_) | ScalarValue::BinaryView(_)),
-        ) => {
+        ColumnarValue::Scalar(s) => {
             let out = per_model(&decode(s.to_array()?.as_ref())?)?;
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?))
         }
-        ColumnarValue::Scalar(other) => exec_err!("{function}: expected a Binary model, got {}", other.data_type()),
     }
 }

@@ -4,20 +4,21 @@ use std::str::FromStr;
 use std::sync::{Arc, LazyLock};
 
 use arbor_ensemble::Model;
-use arrow::array::{new_null_array, Array, ArrayRef, Float64Array, ListArray, UInt32Array};
+use arrow::array::{new_null_array, Array, ArrayRef, ListArray, UInt32Array};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, interleave, take};
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{exec_err, plan_err, ScalarValue};
+use datafusion::common::{internal_datafusion_err, internal_err, plan_err, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     ColumnarValue, Documentation, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::model_argument::binary_value;
-use crate::model_cache::decoded;
+use crate::error::{exec_error, FunctionError};
+use crate::model_argument::scalar_buffer;
+use crate::model_cache::ModelCache;
+use crate::model_column::{ModelBytes, ModelKind, PREDICTION_TYPE_KEY};
 use crate::sql_reference::DOC_SECTION;
-use crate::PREDICTION_TYPE_KEY;
 
 /// The table and model both examples start from.
 const EXAMPLE_SETUP: &str =
@@ -25,10 +26,11 @@ const EXAMPLE_SETUP: &str =
 > CREATE TABLE models AS SELECT train_forest(label, x, 'n_trees=5') AS forest FROM points;
 ";
 
-const MODEL_ARGUMENT: &str = "A model from `train_forest` or `arbor train`: a literal, a column of a joined table \
-    (one model per row), or a binary column read back from Parquet. Each distinct model is decoded once per query. \
-    A NULL model gives NULL. `predict_forest_proba` also takes a scalar subquery; `predict_forest` does not, \
-    because DataFusion's physical plan drops the model column's prediction type there: join the model instead.";
+const MODEL_ARGUMENT: &str = "A model from `train_forest`: a column of a joined table (one model per row), a scalar \
+    subquery, or a model column read back from Parquet. Its type carries the type of the predictions. The bytes of \
+    a model written by `arbor train` are taken too, as a Binary literal (typed from the bytes) or column (then \
+    `predict_forest` returns the class as text). Each distinct model is decoded once per session. A NULL model \
+    gives NULL.";
 
 const FEATURE_ARGUMENT: &str = "The model's features, in the order it was trained with. Their count and kinds \
     (numeric or categorical) must match the model's; names need not. NULL and NaN are missing values.";
@@ -91,30 +93,46 @@ pub enum PredictOutput {
     Probabilities,
 }
 
-/// `predict_forest` / `predict_forest_proba`: score rows with a model given as
-/// Binary (a literal, a scalar subquery, or a column holding one model per row).
+/// `predict_forest` / `predict_forest_proba`: score rows with a model (a
+/// scalar, or a column holding one model per row).
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct PredictForest {
     signature: Signature,
     output: PredictOutput,
+    cache: Arc<ModelCache>,
 }
 
 impl PredictForest {
-    /// A new prediction function.
-    pub fn new(output: PredictOutput) -> Self {
-        PredictForest { signature: Signature::variadic_any(Volatility::Immutable), output }
+    /// A new prediction function decoding its models through `cache`.
+    pub fn new(output: PredictOutput, cache: Arc<ModelCache>) -> Self {
+        PredictForest { signature: Signature::variadic_any(Volatility::Immutable), output, cache }
     }
 
     fn exec_error(&self, e: impl std::fmt::Display) -> DataFusionError {
-        DataFusionError::Execution(format!("{}: {e}", self.name()))
+        exec_error(self.name(), e)
+    }
+
+    /// The type `predict_forest` gives a model argument that is bare bytes:
+    /// from a literal's bytes, else from legacy field metadata, else text.
+    fn bytes_prediction_type(&self, field: &Field, literal: Option<&ScalarValue>) -> Result<DataType> {
+        if let Some(
+            ScalarValue::Binary(Some(b)) | ScalarValue::LargeBinary(Some(b)) | ScalarValue::BinaryView(Some(b)),
+        ) = literal
+        {
+            let model = self.cache.decode(arrow::buffer::Buffer::from(b.as_slice())).plan(self.name())?;
+            return model.prediction_type().plan(self.name());
+        }
+        let from_metadata = field.metadata().get(PREDICTION_TYPE_KEY).and_then(|t| DataType::from_str(t).ok());
+        // Bytes of unknown origin: text is the one type every label converts to.
+        Ok(from_metadata.unwrap_or(DataType::Utf8))
     }
 
     /// Predicts `rows` of `features` with one model; returns an array of the planned type.
     fn predict(&self, model: &Model, features: &[ArrayRef], planned: &DataType) -> Result<ArrayRef> {
-        let predictions = model.predict_arrays(features).map_err(|e| self.exec_error(e))?;
+        let predictions = model.score_arrays(features).exec(self.name())?;
         match self.output {
             PredictOutput::Prediction => {
-                let array = model.prediction_array(&predictions).map_err(|e| self.exec_error(e))?;
+                let array = model.prediction_array(&predictions).exec(self.name())?;
                 if array.data_type() == planned {
                     Ok(array)
                 } else {
@@ -127,12 +145,10 @@ impl PredictForest {
                 }
             }
             PredictOutput::Probabilities => {
-                if model.task != arbor_ensemble::Task::Classification {
-                    return Err(self.exec_error("the model is a regression model; it has no class probabilities"));
-                }
-                let width = predictions.width;
-                let values = Arc::new(Float64Array::from(predictions.values));
-                let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, features[0].len()));
+                let proba = model.proba_array(&predictions).exec(self.name())?;
+                let width = proba.value_length() as usize;
+                let values = proba.values().clone();
+                let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, proba.len()));
                 Ok(Arc::new(ListArray::new(
                     Arc::new(Field::new_list_field(DataType::Float64, true)),
                     offsets,
@@ -172,49 +188,15 @@ impl ScalarUDFImpl for PredictForest {
         if fields.len() < 2 {
             return plan_err!("{} takes a model and its features: {}(model, feature, ...)", self.name(), self.name());
         }
-        if !matches!(
-            fields[0].data_type(),
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::Null
-        ) {
-            return plan_err!(
-                "{}: the first argument must be a model (Binary, as train_forest returns), got {}",
-                self.name(),
-                fields[0].data_type()
-            );
-        }
+        let kind = ModelKind::expect(self.name(), fields[0].data_type())?;
         let data_type = match self.output {
             PredictOutput::Probabilities => DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true))),
-            PredictOutput::Prediction => {
-                let from_literal = match args.scalar_arguments.first() {
-                    Some(Some(
-                        ScalarValue::Binary(Some(b))
-                        | ScalarValue::LargeBinary(Some(b))
-                        | ScalarValue::BinaryView(Some(b)),
-                    )) => {
-                        let model = decoded(b).map_err(|e| DataFusionError::Plan(format!("{}: {e}", self.name())))?;
-                        Some(model.prediction_type().map_err(|e| DataFusionError::Plan(e.to_string()))?)
-                    }
-                    _ => None,
-                };
-                let from_metadata =
-                    fields[0].metadata().get(PREDICTION_TYPE_KEY).and_then(|t| DataType::from_str(t).ok());
-                match from_literal.or(from_metadata) {
-                    Some(t) => t,
-                    // DataFusion 55's physical scalar subquery drops the model column's
-                    // metadata, so the type planned from the logical plan cannot be kept.
-                    None if fields[0].name() == "scalar_subquery" => {
-                        return plan_err!(
-                            "{}: the prediction type of a model from a scalar subquery is lost in DataFusion's \
-                             physical plan; join the model instead: FROM t CROSS JOIN (SELECT forest FROM models) m \
-                             ... {}(m.forest, ...) (predict_forest_proba works either way)",
-                            self.name(),
-                            self.name()
-                        )
-                    }
-                    // A binary column that did not come from train_forest: text is the one safe type.
-                    None => DataType::Utf8,
+            PredictOutput::Prediction => match kind {
+                ModelKind::Typed(t) => t,
+                ModelKind::Bytes | ModelKind::Null => {
+                    self.bytes_prediction_type(&fields[0], args.scalar_arguments.first().copied().flatten())?
                 }
-            }
+            },
         };
         Ok(Arc::new(Field::new(self.name(), data_type, true)))
     }
@@ -223,40 +205,33 @@ impl ScalarUDFImpl for PredictForest {
         let n_rows = args.number_rows;
         let planned = args.return_field.data_type().clone();
         let mut iter = args.args.into_iter();
-        let model_arg = iter.next().expect("checked at planning");
+        let Some(model_arg) = iter.next() else { return internal_err!("predict_forest without arguments") };
         let features: Vec<ArrayRef> = iter.map(|a| a.into_array(n_rows)).collect::<Result<_>>()?;
         match model_arg {
-            ColumnarValue::Scalar(scalar) => {
-                let bytes = match &scalar {
-                    ScalarValue::Binary(b) | ScalarValue::LargeBinary(b) | ScalarValue::BinaryView(b) => b.as_deref(),
-                    ScalarValue::Null => None,
-                    other => return exec_err!("{}: the model must be Binary, got {}", self.name(), other.data_type()),
-                };
-                match bytes {
-                    None => Ok(ColumnarValue::Array(new_null_array(&planned, n_rows))),
-                    Some(bytes) => {
-                        let model = decoded(bytes).map_err(|e| self.exec_error(e))?;
-                        Ok(ColumnarValue::Array(self.predict(&model, &features, &planned)?))
-                    }
+            ColumnarValue::Scalar(scalar) => match scalar_buffer(self.name(), scalar)? {
+                None => Ok(ColumnarValue::Array(new_null_array(&planned, n_rows))),
+                Some(bytes) => {
+                    let model = self.cache.decode(bytes).exec(self.name())?;
+                    Ok(ColumnarValue::Array(self.predict(&model, &features, &planned)?))
                 }
-            }
+            },
             ColumnarValue::Array(models) => {
+                let models = ModelBytes::new(self.name(), models.as_ref())?;
                 // One prediction pass per distinct model; rows keep their order.
                 let mut groups: Vec<(Arc<Model>, Vec<u32>)> = Vec::new();
                 let mut null_rows = Vec::new();
                 let mut last: Option<(&[u8], usize)> = None;
                 for row in 0..n_rows {
-                    let Some(bytes) = binary_value(models.as_ref(), row) else {
-                        if !models.is_null(row) {
-                            return exec_err!("{}: the model must be Binary, got {}", self.name(), models.data_type());
-                        }
+                    let Some(bytes) = models.get(row) else {
                         null_rows.push(row as u32);
                         continue;
                     };
                     let group = match last {
                         Some((b, g)) if std::ptr::eq(b, bytes) || b == bytes => g,
                         _ => {
-                            let model = decoded(bytes).map_err(|e| self.exec_error(e))?;
+                            let buffer =
+                                models.buffer(row).ok_or_else(|| internal_datafusion_err!("a row with bytes"))?;
+                            let model = self.cache.decode(buffer).exec(self.name())?;
                             match groups.iter().position(|(m, _)| Arc::ptr_eq(m, &model)) {
                                 Some(g) => g,
                                 None => {

@@ -38,8 +38,10 @@ pub fn reference_markdown() -> String {
     }
     page.push_str(
         "`arbor_datafusion::register(&ctx)` adds them to a DataFusion `SessionContext`; `arbor sql` has them \
-         registered. Models are binary values in arbor's model format: the same bytes `arbor train` writes, so \
-         a model trained in SQL can be saved with `COPY` and used by `arbor predict`, and the other way round.\n\n",
+         registered. A model is a struct column: `model`, its bytes in arbor's model format (the same bytes \
+         `arbor train` writes), and `prediction`, a NULL slot whose type is the type of its predictions, so the \
+         type survives scalar subqueries, joins and Parquet files read back with any settings. The functions \
+         also take a model's bare bytes (Binary).\n\n",
     );
     for (name, _) in &docs {
         page.push_str(&format!("- [{name}](#{name})\n"));

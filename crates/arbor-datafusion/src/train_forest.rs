@@ -6,25 +6,27 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, train_owned, NamedColumn, Task, TrainParams, TrainingData, OPTION_KEYS};
+use arbor_ensemble::{default_task, NamedColumn, Task, TrainParams, Trainer, TrainingData, OPTION_KEYS};
 use arrow::array::{Array, ArrayRef, AsArray, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Signature, Volatility};
 use datafusion::physical_expr::expressions::Literal;
 
+use crate::error::FunctionError;
+use crate::model_column::{model_scalar, model_type};
 use crate::sql_reference::DOC_SECTION;
-use crate::PREDICTION_TYPE_KEY;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
         DOC_SECTION,
-        "Trains a decision forest on the rows of each group and returns the model as a binary value: a random \
-         forest by default, extra trees with `splitter=random`, gradient boosted trees with \
+        "Trains a decision forest on the rows of each group and returns the model: a struct of its bytes \
+         (`model`, BinaryView) and a NULL `prediction` slot whose type is the type `predict_forest` returns. The model is \
+         a random forest by default, extra trees with `splitter=random`, gradient boosted trees with \
          `algorithm=gradient-boosting`. The task follows the label's type (integer, boolean or string: \
          classification; floating point: regression) unless the `task` option says otherwise. Nulls and NaN in \
          features are missing values, which the trees learn a direction for; rows with a null label are skipped. \
@@ -51,19 +53,22 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     .with_sql_example(
         r#"> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, v % 3 AS shop, v > 50 AS label, 1.0 + v % 2 AS w FROM generate_series(1, 300) AS s(v);
 > CREATE TABLE models AS SELECT shop, train_forest(label, x, w, 'n_trees=5 weight=w') AS forest FROM points GROUP BY shop;
-> SELECT m.shop, arrow_typeof(m.forest) AS model, avg(CASE WHEN predict_forest(m.forest, p.x) = p.label THEN 1.0 ELSE 0.0 END) AS accuracy FROM points p JOIN models m ON p.shop = m.shop GROUP BY 1, 2 ORDER BY 1;
-+------+------------+----------+
-| shop | model      | accuracy |
-+------+------------+----------+
-| 0    | BinaryView | 0.99     |
-| 1    | BinaryView | 0.97     |
-| 2    | BinaryView | 0.97     |
-+------+------------+----------+"#,
+> SELECT m.shop, arrow_typeof(m.forest['prediction']) AS predicts, avg(CASE WHEN predict_forest(m.forest, p.x) = p.label THEN 1.0 ELSE 0.0 END) AS accuracy FROM points p JOIN models m ON p.shop = m.shop GROUP BY 1, 2 ORDER BY 1;
++------+----------+----------+
+| shop | predicts | accuracy |
++------+----------+----------+
+| 0    | Boolean  | 0.99     |
+| 1    | Boolean  | 0.97     |
+| 2    | Boolean  | 0.97     |
++------+----------+----------+"#,
     )
     .with_related_udf("predict_forest")
     .with_related_udf("forest_info")
     .build()
 });
+
+/// The function's name, in its errors.
+const NAME: &str = "train_forest";
 
 /// The `train_forest` aggregate: collects its group's rows, then trains.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -94,17 +99,21 @@ fn prediction_type(label: &DataType) -> DataType {
 
 impl AggregateUDFImpl for TrainForest {
     fn name(&self) -> &str {
-        "train_forest"
+        NAME
     }
 
     fn signature(&self) -> &Signature {
         &self.signature
     }
 
-    /// `BinaryView`, so that a join or cross join that repeats the model on
-    /// every row repeats a 16-byte view, not the model's bytes.
-    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::BinaryView)
+    /// A model column (see [`crate::model_column`]): its bytes are a
+    /// `BinaryView`, so that a join that repeats the model on every row
+    /// repeats a 16-byte view, not the model's bytes.
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(label) => Ok(model_type(prediction_type(label))),
+            None => plan_err!("train_forest takes a label and at least one feature"),
+        }
     }
 
     fn return_field(&self, arg_fields: &[FieldRef]) -> Result<FieldRef> {
@@ -113,9 +122,7 @@ impl AggregateUDFImpl for TrainForest {
                 "train_forest takes a label and at least one feature: train_forest(label, feature, ... [, 'options'])"
             );
         }
-        let metadata =
-            HashMap::from([(PREDICTION_TYPE_KEY.to_owned(), prediction_type(arg_fields[0].data_type()).to_string())]);
-        Ok(Arc::new(Field::new(self.name(), DataType::BinaryView, true).with_metadata(metadata)))
+        Ok(Arc::new(Field::new(self.name(), model_type(prediction_type(arg_fields[0].data_type())), true)))
     }
 
     fn documentation(&self) -> Option<&Documentation> {
@@ -129,13 +136,11 @@ impl AggregateUDFImpl for TrainForest {
         if let Some(literal) = args.exprs.last().and_then(|e| e.downcast_ref::<Literal>()) {
             match literal.value() {
                 ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    let plan_error =
-                        |e: arbor_ensemble::ArborError| DataFusionError::Plan(format!("train_forest: {e}"));
                     // `weight` is SQL's own key: it names the argument that holds the weights.
-                    for (key, value) in TrainParams::option_pairs(s).map_err(plan_error)? {
+                    for (key, value) in TrainParams::option_pairs(s).plan(NAME)? {
                         match key {
                             "weight" => weight_name = Some(value.to_owned()),
-                            _ => params.set(key, value).map_err(plan_error)?,
+                            _ => params.set(key, value).plan(NAME)?,
                         }
                     }
                     n_data -= 1;
@@ -313,21 +318,20 @@ impl Accumulator for TrainForestAccumulator {
         let data = TrainingData::from_columns(label, features, weight, self.params.task, |n| {
             types.get(n).map(|t| (*t).clone())
         })
-        .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
-        let model = train_owned(data, &self.params, &|_| {})
-            .map_err(|e| DataFusionError::Execution(format!("train_forest: {e}")))?;
-        let predicts = model.prediction_type().map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        .exec(NAME)?;
+        let model = Trainer::new(self.params.clone()).fit_owned(data).exec(NAME)?.model;
+        let predicts = model.prediction_type().exec(NAME)?;
         if predicts != self.planned {
             return exec_err!(
                 "train_forest: task={} on a {} label predicts {predicts}, but the query was planned for {}; \
                  cast the label instead (e.g. CAST({} AS DOUBLE) for regression)",
-                model.task.name(),
+                model.task().name(),
                 self.types[0],
                 self.planned,
                 self.names[0]
             );
         }
-        Ok(ScalarValue::BinaryView(Some(model.to_bytes())))
+        model_scalar(model.to_bytes(), &self.planned)
     }
 
     fn size(&self) -> usize {

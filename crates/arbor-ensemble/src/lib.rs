@@ -1,26 +1,40 @@
 //! Decision forests for arbor: training, prediction, and the model format.
 //!
-//! [`TrainingData`] reads and checks Arrow data, [`train()`] grows a forest on
-//! its quantized form, and the resulting [`Model`] predicts record batches and
-//! encodes to versioned, checksummed bytes.
+//! One way in: a [`Trainer`] takes the parameters and the columns' roles and
+//! fits a [`Model`] on Arrow record batches; the model predicts record
+//! batches as Arrow arrays (classes typed like the label, probabilities as a
+//! `FixedSizeList`), and encodes to versioned, checksummed bytes.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
-//! use arbor_ensemble::{train, Model, TrainParams, TrainingData};
+//! use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
+//! use arbor_ensemble::{Model, Trainer, TrainParams};
 //!
-//! let x: Vec<f64> = (0..200).map(|i| i as f64).collect();
-//! let y: Vec<i64> = x.iter().map(|&v| (v >= 100.0) as i64).collect();
+//! let x: Vec<f64> = (0..300).map(f64::from).collect();
+//! let w: Vec<f64> = x.iter().map(|&v| 1.0 + v % 2.0).collect();
+//! let y: Vec<&str> = x.iter().map(|&v| if v < 150.0 { "low" } else { "high" }).collect();
 //! let batch = RecordBatch::try_from_iter([
 //!     ("x", Arc::new(Float64Array::from(x)) as ArrayRef),
-//!     ("label", Arc::new(Int64Array::from(y)) as ArrayRef),
-//! ]).unwrap();
-//! let data = TrainingData::from_batches(&batch.schema(), &[batch.clone()], "label", None, None, None).unwrap();
-//! let params = TrainParams::parse_options("n_trees=10").unwrap();
-//! let model = train(&data, &params, &|_| {}).unwrap();
-//! let again = Model::from_bytes(&model.to_bytes()).unwrap();
-//! let predictions = again.predict_batch(&batch).unwrap();
-//! assert_eq!(predictions.class_index()[150], 1);
+//!     ("w", Arc::new(Float64Array::from(w)) as ArrayRef),
+//!     ("y", Arc::new(StringArray::from(y)) as ArrayRef),
+//! ])?;
+//!
+//! // Parameters by name, as on the command line and in SQL (or typed).
+//! let params = TrainParams::parse_options("n_trees=20 max_depth=8")?;
+//! let model = Trainer::new(params).label("y").weight("w").fit(&batch)?;
+//!
+//! // Predictions come back typed like the label.
+//! let predicted = model.predict(&batch)?;
+//! assert_eq!(predicted.as_string::<i32>().value(200), "high");
+//! // Probabilities: one list of per-class values per row, in class order.
+//! let proba = model.predict_proba(&batch)?;
+//! assert_eq!(model.class_names(), ["high", "low"]);
+//! assert_eq!(proba.value_length(), 2);
+//!
+//! // Models round-trip through their bytes.
+//! let again = Model::from_bytes(&model.to_bytes())?;
+//! assert_eq!(again.predict(&batch)?.as_ref(), predicted.as_ref());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod data;
@@ -31,6 +45,7 @@ mod model;
 mod params;
 mod predict;
 mod train;
+mod trainer;
 
 pub use data::dataset::{FeatureSpec, NamedColumn, TrainingData};
 pub use data::label::{default_task, Classes, LabelInfo, Target};
@@ -47,8 +62,6 @@ pub use params::types::{
     TrainParams, Voting,
 };
 pub use predict::Predictions;
-pub use train::boosting::{train_boosting, train_boosting_owned};
-pub use train::forest::{train_forest, train_forest_owned, train_forest_spilled, train_forest_with_oob, tree_rng};
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
-pub use train::{train, train_owned};
+pub use trainer::{ColumnRoles, IntoBatches, OnProgress, Trained, Trainer};

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arbor_ensemble::{train, train_owned, Model, Node, TrainParams, TrainingData};
+use arbor_ensemble::{Model, Node, TrainParams, Trainer};
 use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{Float64Type, Int64Type};
@@ -23,10 +23,7 @@ fn read(name: &str) -> RecordBatch {
 
 fn fit(batch: &RecordBatch, options: &str) -> Model {
     let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}")).unwrap();
-    let data =
-        TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
-            .unwrap();
-    train(&data, &params, &|_| {}).unwrap()
+    Trainer::new(params).fit(batch).unwrap()
 }
 
 /// Area under the ROC curve of `score` for binary `truth`, ties counted half.
@@ -55,13 +52,13 @@ fn labels_i64(batch: &RecordBatch) -> Vec<i64> {
 }
 
 fn rmse(model: &Model, test: &RecordBatch) -> f64 {
-    let p = model.predict_batch(test).unwrap();
+    let p = model.score(test).unwrap();
     let y = test.column_by_name("label").unwrap().as_primitive::<Float64Type>();
-    (p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
+    (p.values().iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
 }
 
 fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
-    let predicted = model.predict_batch(test).unwrap().class_index();
+    let predicted = model.score(test).unwrap().class_index();
     let truth = labels_i64(test);
     let classes = model.class_names();
     let hits = predicted.iter().zip(&truth).filter(|(p, t)| classes[**p as usize] == t.to_string()).count();
@@ -73,12 +70,12 @@ fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
 fn flights_auc_matches_lightgbm_and_xgboost() {
     let model = fit(&read("flights_cls_train.parquet"), "");
     let test = read("flights_cls_test.parquet");
-    let p = model.predict_batch(&test).unwrap();
-    let score: Vec<f64> = p.values.chunks_exact(2).map(|c| c[1]).collect();
+    let p = model.score(&test).unwrap();
+    let score: Vec<f64> = p.values().chunks_exact(2).map(|c| c[1]).collect();
     let auc = auc(&score, &labels_i64(&test));
     assert!(auc >= 0.9294, "AUC {auc}");
-    assert_eq!(model.trees.len(), 50, "one tree per round for the logistic loss");
-    assert!(model.trees.iter().all(|t| t.shape().depth <= 6));
+    assert_eq!(model.trees().len(), 50, "one tree per round for the logistic loss");
+    assert!(model.trees().iter().all(|t| t.shape().depth <= 6));
 }
 
 /// XGBoost reaches RMSE 0.0932 and LightGBM 0.0931 on ln(price).
@@ -94,22 +91,22 @@ fn diamonds_rmse_matches_xgboost() {
 fn digits_softmax_is_accurate() {
     let model = fit(&read("digits_cls_train.parquet"), "");
     let test = read("digits_cls_test.parquet");
-    assert_eq!(model.trees.len(), 50 * 10);
+    assert_eq!(model.trees().len(), 50 * 10);
     let acc = accuracy(&model, &test);
     assert!(acc >= 0.96, "accuracy {acc}");
-    let p = model.predict_batch(&test).unwrap();
-    for row in p.values.chunks_exact(10) {
+    let p = model.score(&test).unwrap();
+    for row in p.values().chunks_exact(10) {
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-9, "probabilities sum to 1");
     }
 }
 
 /// The sum of absolute leaf values of a model's trees.
 fn leaf_mass(model: &Model) -> f64 {
-    model.trees.iter().flat_map(|t| t.values.iter()).map(|v| v.abs()).sum()
+    model.trees().iter().flat_map(|t| t.values.iter()).map(|v| v.abs()).sum()
 }
 
 fn nodes(model: &Model) -> usize {
-    model.trees.iter().map(|t| t.nodes.len()).sum()
+    model.trees().iter().map(|t| t.nodes.len()).sum()
 }
 
 #[test]
@@ -119,19 +116,19 @@ fn each_parameter_has_its_effect() {
     let base = fit(&train_batch, "n_rounds=20");
 
     let more = fit(&train_batch, "n_rounds=40");
-    assert_eq!(more.trees.len(), 40);
+    assert_eq!(more.trees().len(), 40);
     assert!(rmse(&more, &train_batch) < rmse(&base, &train_batch), "more rounds fit the training data closer");
 
     let shallow = fit(&train_batch, "n_rounds=20 max_depth=2");
-    assert!(shallow.trees.iter().all(|t| t.shape().depth <= 2));
+    assert!(shallow.trees().iter().all(|t| t.shape().depth <= 2));
     let unlimited = fit(&train_batch, "n_rounds=5 max_depth=0");
-    assert!(unlimited.trees.iter().any(|t| t.shape().depth > 6), "max_depth=0 is unlimited");
+    assert!(unlimited.trees().iter().any(|t| t.shape().depth > 6), "max_depth=0 is unlimited");
 
     // The first tree's leaves scale with the learning rate exactly.
     let slow = fit(&train_batch, "n_rounds=1 learning_rate=0.1");
     let fast = fit(&train_batch, "n_rounds=1 learning_rate=0.3");
-    assert_eq!(slow.trees[0].nodes, fast.trees[0].nodes);
-    for (s, f) in slow.trees[0].values.iter().zip(&fast.trees[0].values) {
+    assert_eq!(slow.trees()[0].nodes, fast.trees()[0].nodes);
+    for (s, f) in slow.trees()[0].values.iter().zip(&fast.trees()[0].values) {
         assert!((3.0 * s - f).abs() < 1e-12);
     }
 
@@ -143,7 +140,7 @@ fn each_parameter_has_its_effect() {
 
     let big_leaves = fit(&train_batch, "n_rounds=20 min_samples_leaf=200");
     assert!(nodes(&big_leaves) < nodes(&base));
-    assert!(big_leaves.trees.iter().all(|t| t.shape().leaves <= 5_000 / 200));
+    assert!(big_leaves.trees().iter().all(|t| t.shape().leaves <= 5_000 / 200));
 
     let sampled = fit(&train_batch, "n_rounds=20 sample_fraction=0.5");
     assert_ne!(sampled.to_bytes(), base.to_bytes());
@@ -153,7 +150,7 @@ fn each_parameter_has_its_effect() {
     assert_ne!(one_feature.to_bytes(), base.to_bytes());
     let split_features = |m: &Model| {
         let mut used = std::collections::BTreeSet::new();
-        for t in &m.trees {
+        for t in m.trees() {
             for n in &t.nodes {
                 if let Node::Split { feature, .. } = n {
                     used.insert(*feature);
@@ -172,10 +169,10 @@ fn each_parameter_has_its_effect() {
 fn early_stopping_keeps_the_best_round() {
     let batch = read("cancer_cls_train.parquet");
     let model = fit(&batch, "n_rounds=300 learning_rate=0.5 early_stopping_rounds=5 validation_fraction=0.2");
-    let stop = model.boosting.as_ref().unwrap().early_stopping.clone().unwrap();
+    let stop = model.boosting().unwrap().early_stopping.clone().unwrap();
     assert!(stop.rounds_run < 300, "a small data set stops early: {stop:?}");
     assert_eq!(stop.rounds_run, stop.best_round + 5);
-    assert_eq!(model.trees.len(), stop.best_round);
+    assert_eq!(model.trees().len(), stop.best_round);
     assert_eq!(stop.validation_rows, 91);
     let json = model.summary_json();
     assert_eq!(json["boosting"]["early_stopping"]["best_round"], stop.best_round);
@@ -202,7 +199,7 @@ fn boosted_models_round_trip() {
     let model = fit(&batch, "n_rounds=3");
     let back = Model::from_bytes(&model.to_bytes()).unwrap();
     assert_eq!(back, model);
-    assert_eq!(back.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+    assert_eq!(back.score(&batch).unwrap(), model.score(&batch).unwrap());
 }
 
 /// A base score from the label mean: one round with a learning rate near 0 predicts the mean.
@@ -217,15 +214,15 @@ fn base_score_is_the_label_mean() {
     ])
     .unwrap();
     let model = fit(&batch, "n_rounds=1 learning_rate=0.000001");
-    assert!((model.boosting.as_ref().unwrap().base_score[0] - mean).abs() < 1e-12);
-    let p = model.predict_batch(&batch).unwrap();
-    assert!(p.values.iter().all(|v| (v - mean).abs() < 1e-4));
+    assert!((model.boosting().unwrap().base_score[0] - mean).abs() < 1e-12);
+    let p = model.score(&batch).unwrap();
+    assert!(p.values().iter().all(|v| (v - mean).abs() < 1e-4));
     let labels = Int64Array::from_iter_values((0..100).map(|i| i64::from(i % 4 == 0)));
     let batch =
         RecordBatch::try_from_iter([("x", batch.column(0).clone()), ("label", Arc::new(labels) as ArrayRef)]).unwrap();
     let model = fit(&batch, "n_rounds=1 learning_rate=0.000001");
-    let p = model.predict_batch(&batch).unwrap();
-    assert!((p.values[1] - 0.25).abs() < 1e-4, "the class-1 share: {}", p.values[1]);
+    let p = model.score(&batch).unwrap();
+    assert!((p.values()[1] - 0.25).abs() < 1e-4, "the class-1 share: {}", p.values()[1]);
 }
 
 /// Missing values learn their direction in boosting too: null and NaN rows
@@ -249,7 +246,7 @@ fn missing_values_learn_their_direction() {
         Arc::new(Float64Array::from(vec![None, Some(3.0), Some(40.0)])) as ArrayRef,
     )])
     .unwrap();
-    assert_eq!(model.predict_batch(&probe).unwrap().class_index(), vec![1, 0, 1]);
+    assert_eq!(model.score(&probe).unwrap().class_index(), vec![1, 0, 1]);
 }
 
 /// Sample weights enter the gradients: weighting class 1 up raises its probabilities.
@@ -264,15 +261,12 @@ fn sample_weights_shift_the_model() {
     fields.push(arrow::datatypes::Field::new("w", arrow::datatypes::DataType::Float64, false));
     let weighted = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
     let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap();
-    let data =
-        TrainingData::from_batches(&weighted.schema(), std::slice::from_ref(&weighted), "label", None, Some("w"), None)
-            .unwrap();
-    let heavy = train(&data, &params, &|_| {}).unwrap();
-    assert!(heavy.features.iter().all(|f| f.name != "w"), "the weight column is not a feature");
+    let heavy = Trainer::new(params).weight("w").fit(&weighted).unwrap();
+    assert!(heavy.features().iter().all(|f| f.name != "w"), "the weight column is not a feature");
     let plain = fit(&batch, "n_rounds=10");
     let mean_p1 = |m: &Model| {
-        let p = m.predict_batch(&batch).unwrap();
-        p.values.chunks_exact(2).map(|c| c[1]).sum::<f64>() / batch.num_rows() as f64
+        let p = m.score(&batch).unwrap();
+        p.values().chunks_exact(2).map(|c| c[1]).sum::<f64>() / batch.num_rows() as f64
     };
     assert!(mean_p1(&heavy) > mean_p1(&plain) + 0.05, "{} vs {}", mean_p1(&heavy), mean_p1(&plain));
 }
@@ -283,7 +277,7 @@ fn exact_boosting_trains_and_is_accurate() {
     let train_batch = read("diamonds_reg_train.parquet").slice(0, 5_000);
     let test = read("diamonds_reg_test.parquet").slice(0, 2_000);
     let exact = fit(&train_batch, "n_rounds=20 split_method=exact");
-    let carat = exact.features.iter().find(|f| f.name == "carat").unwrap();
+    let carat = exact.features().iter().find(|f| f.name == "carat").unwrap();
     let distinct: std::collections::BTreeSet<u64> = train_batch
         .column_by_name("carat")
         .unwrap()
@@ -323,11 +317,10 @@ fn owned_boosting_walks_bins_to_the_same_model() {
         (&diamonds, "n_rounds=6"),
     ] {
         let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}")).unwrap();
-        let data =
-            TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
-                .unwrap();
-        let borrowed = train(&data, &params, &|_| {}).unwrap();
-        let owned = train_owned(data, &params, &|_| {}).unwrap();
+        let trainer = Trainer::new(params);
+        let data = trainer.training_data(batch).unwrap();
+        let borrowed = trainer.fit_data(&data).unwrap().model;
+        let owned = trainer.fit_owned(data).unwrap().model;
         assert_eq!(owned.to_bytes(), borrowed.to_bytes(), "{options}");
     }
 }

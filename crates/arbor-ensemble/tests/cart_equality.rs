@@ -11,7 +11,7 @@
 use std::fs::File;
 use std::path::PathBuf;
 
-use arbor_ensemble::{train, Model, Node, SplitTest, TrainParams, TrainingData};
+use arbor_ensemble::{Model, Node, SplitTest, TrainParams, Trainer};
 use arrow::array::{AsArray, RecordBatch};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
@@ -53,7 +53,7 @@ fn reference(name: &str) -> Reference {
 
 /// Walks both trees together; returns the number of nodes compared.
 fn assert_same_tree(model: &Model, reference: &Reference) -> usize {
-    let tree = &model.trees[0];
+    let tree = &model.trees()[0];
     let width = model.leaf_width();
     let mut stack = vec![(0usize, 0usize)];
     let mut compared = 0;
@@ -94,10 +94,7 @@ fn fit_cart(train_file: &str, options: &str) -> Model {
     let params =
         TrainParams::parse_options(&format!("n_trees=1 bootstrap=false max_features=all split_method=exact {options}"))
             .unwrap();
-    let data =
-        TrainingData::from_batches(&batch.schema(), std::slice::from_ref(&batch), "label", None, None, params.task)
-            .unwrap();
-    train(&data, &params, &|_| {}).unwrap()
+    Trainer::new(params).fit(&batch).unwrap()
 }
 
 fn assert_same_classes(name: &str, options: &str, min_nodes: usize) {
@@ -106,14 +103,14 @@ fn assert_same_classes(name: &str, options: &str, min_nodes: usize) {
     assert!(nodes >= min_nodes, "a real tree: {nodes} nodes");
 
     let test = read(&format!("{name}_test.parquet"));
-    let p = model.predict_batch(&test).unwrap();
+    let p = model.score(&test).unwrap();
     let ours = arrow::compute::cast(&model.prediction_array(&p).unwrap(), &DataType::Int64).unwrap();
     let theirs = arrow::compute::cast(test.column_by_name("sklearn_prediction").unwrap(), &DataType::Int64).unwrap();
     assert_eq!(ours.as_primitive::<Int64Type>().values(), theirs.as_primitive::<Int64Type>().values());
-    for k in 0..p.width {
+    for k in 0..p.width() {
         let proba = test.column_by_name(&format!("sklearn_proba_{k}")).unwrap().as_primitive::<Float64Type>();
         for (i, expected) in proba.values().iter().enumerate() {
-            assert!((p.values[i * p.width + k] - expected).abs() < 1e-9, "row {i}, class {k}");
+            assert!((p.values()[i * p.width() + k] - expected).abs() < 1e-9, "row {i}, class {k}");
         }
     }
 }
@@ -135,10 +132,10 @@ fn one_exact_tree_is_scikit_learns_regression_tree() {
     assert!(nodes >= 151, "a real tree: {nodes} nodes");
 
     let test = read("cart_reg_test.parquet");
-    let p = model.predict_batch(&test).unwrap();
+    let p = model.score(&test).unwrap();
     let theirs = test.column_by_name("sklearn_prediction").unwrap().as_primitive::<Float64Type>();
-    assert_eq!(theirs.len(), p.values.len());
-    for (i, (a, b)) in p.values.iter().zip(theirs.values()).enumerate() {
+    assert_eq!(theirs.len(), p.values().len());
+    for (i, (a, b)) in p.values().iter().zip(theirs.values()).enumerate() {
         assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "row {i}: {a} vs {b}");
     }
 }

@@ -55,11 +55,11 @@ fn fuzz<S: Strategy>(what: &str, strategy: S, decode: impl Fn(S::Value) -> Optio
 /// A decoded model must predict odd values, re-encode and decode again.
 fn exercise(model: &Model) {
     let values = [0.0, 1.0, -1.0, f64::NAN, 1e300, -0.5, 64.0, 2.5];
-    let columns: Vec<Vec<f64>> = (0..model.features.len()).map(|_| values.to_vec()).collect();
-    let p = model.predict_columns(&columns, values.len());
-    assert_eq!(p.values.len(), values.len() * model.value_len());
+    let columns: Vec<Vec<f64>> = (0..model.features().len()).map(|_| values.to_vec()).collect();
+    let p = model.score_columns(&columns, values.len()).unwrap();
+    assert_eq!(p.values().len(), values.len() * model.value_len());
     let again = Model::from_bytes(&model.to_bytes()).expect("a decoded model re-encodes");
-    assert_eq!(again.trees.len(), model.trees.len());
+    assert_eq!(again.trees().len(), model.trees().len());
 }
 
 /// One byte-level edit.

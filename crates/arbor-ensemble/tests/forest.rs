@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{Model, Task, TrainParams, TrainingData};
+use arbor_ensemble::{ColumnRoles, Model, Task, TrainParams, Trained, Trainer, TrainingData};
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::Int32Type;
 
@@ -19,11 +19,11 @@ fn flights_subset_classification_is_accurate() {
     // scikit-learn reaches 0.899 with 100 trees on all 262k rows; a small forest
     // on 30k rows must still be well above the 0.80 majority-class rate.
     assert!(acc > 0.87, "accuracy {acc}");
-    assert_eq!(model.task, Task::Classification);
-    let importance = model.importance.as_ref().unwrap();
+    assert_eq!(model.task(), Task::Classification);
+    let importance = model.importance().unwrap();
     let total: f64 = importance.iter().sum();
     assert!(total > 0.0 && total <= 0.5, "MDI sums to the mean impurity decrease, at most the root's Gini: {total}");
-    let dep_delay = model.features.iter().position(|f| f.name == "dep_delay").unwrap();
+    let dep_delay = model.features().iter().position(|f| f.name == "dep_delay").unwrap();
     let top = (0..importance.len()).max_by(|&a, &b| importance[a].total_cmp(&importance[b])).unwrap();
     assert_eq!(top, dep_delay, "departure delay drives arrival delay: {importance:?}");
 }
@@ -33,10 +33,10 @@ fn diamonds_subset_regression_is_accurate() {
     let train_batch = read("diamonds_reg_train.parquet", 10_000);
     let test = read("diamonds_reg_test.parquet", 3_000);
     let model = fit(&train_batch, "n_trees=20 max_features=3");
-    assert_eq!(model.task, Task::Regression, "a Float64 label means regression");
-    let p = model.predict_batch(&test).unwrap();
+    assert_eq!(model.task(), Task::Regression, "a Float64 label means regression");
+    let p = model.score(&test).unwrap();
     let y = test.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Float64Type>();
-    let mse: f64 = p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64;
+    let mse: f64 = p.values().iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64;
     // scikit-learn: RMSE 0.1044 on the full data; the subset costs a little.
     assert!(mse.sqrt() < 0.14, "rmse {}", mse.sqrt());
 }
@@ -70,9 +70,7 @@ fn row_order_and_batches_do_not_change_the_model() {
         let reversed: Vec<u32> = (0..batch.num_rows() as u32).rev().collect();
         let reversed = arrow::compute::take_record_batch(&batch, &arrow::array::UInt32Array::from(reversed)).unwrap();
         let pieces = [reversed.slice(0, 7), reversed.slice(7, 2_500), reversed.slice(2_507, 1_493)];
-        let data =
-            arbor_ensemble::TrainingData::from_batches(&batch.schema(), &pieces, "label", None, None, None).unwrap();
-        let shuffled = arbor_ensemble::train(&data, &params, &|_| {}).unwrap().to_bytes();
+        let shuffled = Trainer::new(params).fit(&pieces).unwrap().to_bytes();
         assert_eq!(fit(&batch, options).to_bytes(), shuffled, "{file} {options}");
     }
 }
@@ -98,8 +96,8 @@ fn numeric_width_does_not_change_the_trees() {
             .unzip();
         let wide = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
         let (narrow_model, wide_model) = (fit(&batch, options), fit(&wide, options));
-        assert_eq!(narrow_model.trees, wide_model.trees, "{options}");
-        assert_eq!(narrow_model.predict_batch(&batch).unwrap(), wide_model.predict_batch(&wide).unwrap(), "{options}");
+        assert_eq!(narrow_model.trees(), wide_model.trees(), "{options}");
+        assert_eq!(narrow_model.score(&batch).unwrap(), wide_model.score(&wide).unwrap(), "{options}");
     }
 }
 
@@ -116,21 +114,25 @@ fn owned_and_spilled_forests_match_borrowed_ones() {
     {
         let params = TrainParams::parse_options(options).unwrap();
         let data = common::training_data(&batch, None, &params);
-        let (borrowed, borrowed_oob) = arbor_ensemble::train_forest_with_oob(&data, &params, &|_| {}).unwrap();
-        let (owned, owned_oob) = arbor_ensemble::train_forest_owned(data.clone(), &params, &|_| {}).unwrap();
-        let (spilled, spilled_oob) = arbor_ensemble::train_forest_spilled(data, &params, &|_| {}, dir.path()).unwrap();
+        let trainer = Trainer::new(params);
+        let Trained { model: borrowed, out_of_bag: borrowed_oob } = trainer.fit_data(&data).unwrap();
+        let Trained { model: owned, out_of_bag: owned_oob } = trainer.fit_owned(data.clone()).unwrap();
+        let spilling = trainer.clone().spill_trees_to(dir.path());
+        let Trained { model: spilled, out_of_bag: spilled_oob } = spilling.fit_owned(data.clone()).unwrap();
+        let spilled_borrowed = spilling.fit_data(&data).unwrap().model;
+        assert_eq!(spilled_borrowed.to_bytes(), borrowed.to_bytes(), "{options}: spilled from borrowed data");
         let bytes = borrowed.to_bytes();
         assert_eq!(owned.to_bytes(), bytes, "{options}");
         assert_eq!(spilled.to_bytes(), bytes, "{options}");
         let mut written = Vec::new();
         spilled.write_to(&mut written).unwrap();
         assert_eq!(written, bytes, "{options}: written from the spill file");
-        assert_eq!(spilled.predict_batch(&batch).unwrap(), borrowed.predict_batch(&batch).unwrap(), "{options}");
-        assert_eq!(spilled.trees, borrowed.trees, "{options}: the node lists decode from the spill file");
+        assert_eq!(spilled.score(&batch).unwrap(), borrowed.score(&batch).unwrap(), "{options}");
+        assert_eq!(spilled.trees(), borrowed.trees(), "{options}: the node lists decode from the spill file");
         let error = borrowed_oob.map(|o| o.error);
         assert_eq!(owned_oob.map(|o| o.error), error, "{options}");
         assert_eq!(spilled_oob.map(|o| o.error), error, "{options}");
-        assert_eq!(spilled.importance, borrowed.importance, "{options}");
+        assert_eq!(spilled.importance(), borrowed.importance(), "{options}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "spill files leave no name behind");
 }
@@ -148,7 +150,7 @@ fn out_of_bag_results_do_not_change_the_trees() {
             "n_trees=3 sample_fraction=0.7 criterion=entropy importance=mda_raw",
         ),
     ] {
-        assert_eq!(fit(&batch, plain).trees, fit(&batch, with_oob).trees, "{plain}");
+        assert_eq!(fit(&batch, plain).trees(), fit(&batch, with_oob).trees(), "{plain}");
     }
 }
 
@@ -163,18 +165,20 @@ fn columns_read_one_at_a_time_train_the_same_model() {
     };
     let params = TrainParams::parse_options("n_trees=3 task=regression").unwrap();
     for weight in [None, Some("carat")] {
-        let whole = TrainingData::from_batches(&schema, &batches, "label", None, weight, params.task).unwrap();
-        let by_column =
-            TrainingData::from_column_reader(&schema, "label", None, weight, params.task, read_column).unwrap();
-        assert_eq!(by_column.features, whole.features);
-        assert_eq!(by_column.weights, whole.weights);
-        let (a, _) = arbor_ensemble::train_forest_owned(whole, &params, &|_| {}).unwrap();
-        let (b, _) = arbor_ensemble::train_forest_owned(by_column, &params, &|_| {}).unwrap();
+        let trainer = common::trainer(&params, weight);
+        let whole = trainer.training_data(batches.clone()).unwrap();
+        let by_column = TrainingData::from_column_reader(&schema, trainer.roles(), params.task, read_column).unwrap();
+        assert_eq!(by_column.features(), whole.features());
+        assert_eq!(by_column.weights(), whole.weights());
+        let a = trainer.fit_owned(whole).unwrap().model;
+        let b = trainer.fit_owned(by_column).unwrap().model;
         assert_eq!(a.to_bytes(), b.to_bytes(), "weight {weight:?}");
     }
-    let missing = TrainingData::from_column_reader(&schema, "price", None, None, None, read_column).unwrap_err();
+    let price = ColumnRoles { label: "price".into(), ..ColumnRoles::default() };
+    let missing = TrainingData::from_column_reader(&schema, &price, None, read_column).unwrap_err();
     assert!(missing.to_string().contains("column 'price' not found"), "{missing}");
-    let failing = TrainingData::from_column_reader(&schema, "label", None, None, None, |name: &str| {
+    let label = ColumnRoles { label: "label".into(), ..ColumnRoles::default() };
+    let failing = TrainingData::from_column_reader(&schema, &label, None, |name: &str| {
         if name == "cut" {
             Err(arbor_ensemble::ArborError::Data("page of column 'cut' is corrupt".into()))
         } else {
@@ -193,7 +197,7 @@ fn model_bytes_round_trip() {
     let back = Model::from_bytes(&bytes).unwrap();
     assert_eq!(back, model);
     assert_eq!(back.to_bytes(), bytes);
-    assert_eq!(back.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+    assert_eq!(back.score(&batch).unwrap(), model.score(&batch).unwrap());
 }
 
 #[test]
@@ -231,7 +235,7 @@ fn version_1_models_still_load() {
     v1.extend_from_slice(&payload);
     let loaded = Model::from_bytes(&v1).unwrap();
     assert_eq!(loaded, model);
-    assert_eq!(loaded.predict_batch(&batch).unwrap(), model.predict_batch(&batch).unwrap());
+    assert_eq!(loaded.score(&batch).unwrap(), model.score(&batch).unwrap());
     // written back, it is the current format, and loads again
     let current = loaded.to_bytes();
     assert_eq!(u32::from_le_bytes(current[8..12].try_into().unwrap()), arbor_ensemble::FORMAT_VERSION);
@@ -251,15 +255,15 @@ fn version_2_models_still_load() {
     let trained = fit(&read("digits_cls_train.parquet", usize::MAX), "n_trees=3 max_depth=6");
     assert_eq!(loaded, trained);
     let test = read("digits_cls_test.parquet", usize::MAX);
-    let p = loaded.predict_batch(&test).unwrap();
+    let p = loaded.score(&test).unwrap();
     let scores = common::read_file(&common::interop_path("digits_forest_v2_scores.parquet"));
-    let classes = loaded.label.classes.as_ref().unwrap();
-    assert_eq!(p.width, classes.len());
+    let classes = loaded.label().classes.as_ref().unwrap();
+    assert_eq!(p.width(), classes.len());
     for (c, class) in classes.names().iter().enumerate() {
         let column =
             scores.column_by_name(&format!("proba_{class}")).unwrap().as_primitive::<arrow::datatypes::Float64Type>();
         for (row, &want) in column.values().iter().enumerate() {
-            assert_eq!(p.values[row * p.width + c].to_bits(), want.to_bits(), "row {row}, class {class}");
+            assert_eq!(p.values()[row * p.width() + c].to_bits(), want.to_bits(), "row {row}, class {class}");
         }
     }
     let v3 = loaded.to_bytes();
@@ -285,7 +289,7 @@ fn categorical_features_split_by_subsets() {
     ])
     .unwrap();
     let model = fit(&batch, "n_trees=1 bootstrap=false max_features=all max_depth=1");
-    assert_eq!(model.trees[0].nodes.len(), 3, "one split");
+    assert_eq!(model.trees()[0].nodes.len(), 3, "one split");
     assert_eq!(accuracy(&model, &batch), 1.0, "one subset split separates the classes");
 }
 
@@ -310,7 +314,7 @@ fn missing_values_go_to_a_learned_side() {
         Arc::new(Float64Array::from(vec![None, Some(1.0), Some(40.0)])) as ArrayRef,
     )])
     .unwrap();
-    let classes = model.predict_batch(&probe).unwrap().class_index();
+    let classes = model.score(&probe).unwrap().class_index();
     assert_eq!(classes, vec![1, 0, 1]);
 }
 
@@ -332,7 +336,7 @@ fn string_labels_come_back_as_strings() {
     let batch = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap();
     let model = fit(&batch, "n_trees=10");
     assert_eq!(model.class_names(), vec!["benign", "malignant"]);
-    let predicted = model.prediction_array(&model.predict_batch(&batch).unwrap()).unwrap();
+    let predicted = model.prediction_array(&model.score(&batch).unwrap()).unwrap();
     let predicted = predicted.as_string::<i32>();
     let agree = (0..names.len()).filter(|&i| predicted.value(i) == names.value(i)).count();
     assert!(agree as f64 / names.len() as f64 > 0.97, "training accuracy {agree}/{}", names.len());
@@ -348,11 +352,11 @@ fn string_labels_come_back_as_strings() {
 #[test]
 fn full_data_reaches_the_reference_accuracy() {
     let model = fit(&read("flights_cls_train.parquet", usize::MAX), "oob=true");
-    assert_eq!(model.trees.len(), 100);
+    assert_eq!(model.trees().len(), 100);
     let acc = accuracy(&model, &read("flights_cls_test.parquet", usize::MAX));
     assert!(acc >= 0.8974, "flights accuracy {acc}");
     // Seed 000: the out-of-bag error estimates the held-out error.
-    let oob = model.oob_error.expect("oob=true computes it");
+    let oob = model.oob_error().expect("oob=true computes it");
     assert!((oob - (1.0 - acc)).abs() <= 0.01, "oob error {oob} vs held-out error {}", 1.0 - acc);
 
     let model = fit(&read("diamonds_reg_train.parquet", usize::MAX), "max_features=3 min_samples_leaf=5");
@@ -371,7 +375,7 @@ fn exact_split_finds_the_midpoint_threshold() {
         RecordBatch::try_from_iter([("x", Arc::new(x) as ArrayRef), ("label", Arc::new(label) as ArrayRef)]).unwrap();
     let stump = "n_trees=1 bootstrap=false max_features=all max_depth=1";
     let exact = fit(&batch, &format!("{stump} split_method=exact"));
-    match &exact.trees[0].nodes[0] {
+    match &exact.trees()[0].nodes[0] {
         arbor_ensemble::Node::Split { test: arbor_ensemble::SplitTest::LessOrEqual(t), .. } => assert_eq!(*t, 536.5),
         other => panic!("a threshold split expected, got {other:?}"),
     }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{train_forest_with_oob, Model, Node, TrainParams, Tree};
+use arbor_ensemble::{Model, Node, TrainParams, Trained, Trainer, Tree};
 use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
 use arrow::datatypes::Int32Type;
 use rand::{Rng, SeedableRng};
@@ -15,7 +15,7 @@ use common::{accuracy, fit, read, rmse, training_data};
 /// The model's raw feature values for `batch`, column-major.
 fn raw_columns(model: &Model, batch: &RecordBatch) -> Vec<Vec<f64>> {
     let arrays = model.feature_arrays(batch).unwrap();
-    model.features.iter().zip(&arrays).map(|(f, a)| f.mapper.raw_values(&f.name, a).unwrap()).collect()
+    model.features().iter().zip(&arrays).map(|(f, a)| f.mapper.raw_values(&f.name, a).unwrap()).collect()
 }
 
 /// Per node of `tree`: how many rows of `batch` reach it, and their class counts.
@@ -56,7 +56,7 @@ fn splits(tree: &Tree) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
 
 /// The fewest training rows any leaf of the model's first tree holds.
 fn fewest_leaf_rows(model: &Model, batch: &RecordBatch) -> usize {
-    let tree = &model.trees[0];
+    let tree = &model.trees()[0];
     let (counts, _) = node_counts(model, tree, batch);
     tree.nodes.iter().zip(counts).filter(|(node, _)| matches!(node, Node::Leaf { .. })).map(|(_, c)| c).min().unwrap()
 }
@@ -74,7 +74,7 @@ fn the_random_splitter_grows_extra_trees() {
     let test = read("flights_cls_test.parquet", 10_000);
     let best = fit(&train, "n_trees=20");
     let random = fit(&train, "n_trees=20 splitter=random");
-    assert_ne!(best.trees, random.trees);
+    assert_ne!(best.trees(), random.trees());
     let (acc_best, acc_random) = (accuracy(&best, &test), accuracy(&random, &test));
     assert!(acc_random > 0.85, "extra trees accuracy {acc_random} (best splitter {acc_best})");
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
@@ -101,13 +101,13 @@ fn best_first_growth_stops_at_max_leaf_nodes() {
     // Two leaves: the root's best split, as depth-first growth to depth 1 finds it.
     let two = fit(&train, &format!("{ONE_TREE} max_leaf_nodes=2"));
     let stump = fit(&train, &format!("{ONE_TREE} max_depth=1"));
-    assert_eq!(two.trees, stump.trees);
+    assert_eq!(two.trees(), stump.trees());
     // Without a binding limit, best-first grows the same tree as depth-first
     // (nodes numbered in another order, so compare what they predict).
     let unlimited = fit(&train, &format!("{ONE_TREE} max_leaf_nodes=1000000"));
     let depth_first = fit(&train, ONE_TREE);
     assert_eq!(leaves(&unlimited), leaves(&depth_first));
-    assert_eq!(unlimited.predict_batch(&train).unwrap(), depth_first.predict_batch(&train).unwrap());
+    assert_eq!(unlimited.score(&train).unwrap(), depth_first.score(&train).unwrap());
     // With a limit, the leaves kept are those of the largest improvements: more
     // leaves never fit the training rows worse.
     let train_acc: Vec<f64> =
@@ -132,8 +132,8 @@ fn every_termination_criterion_limits_the_tree() {
     assert!(leaves(&model) < full_leaves);
 
     let model = fit(&train, &format!("{ONE_TREE} min_samples_split=400"));
-    let (counts, _) = node_counts(&model, &model.trees[0], &train);
-    for (i, _, _) in splits(&model.trees[0]) {
+    let (counts, _) = node_counts(&model, &model.trees()[0], &train);
+    for (i, _, _) in splits(&model.trees()[0]) {
         assert!(counts[i] >= 400, "split node {i} has {} rows", counts[i]);
     }
     assert!(leaves(&model) < full_leaves);
@@ -144,15 +144,15 @@ fn every_termination_criterion_limits_the_tree() {
     assert!(leaves(&model) <= 20, "at most 1/0.05 leaves: {}", leaves(&model));
 
     let model = fit(&train, &format!("{ONE_TREE} impurity_threshold=0.2"));
-    let (_, classes) = node_counts(&model, &model.trees[0], &train);
-    for (i, _, _) in splits(&model.trees[0]) {
+    let (_, classes) = node_counts(&model, &model.trees()[0], &train);
+    for (i, _, _) in splits(&model.trees()[0]) {
         assert!(gini(&classes[i]) > 0.2, "node {i} was split at impurity {}", gini(&classes[i]));
     }
     assert!(leaves(&model) < full_leaves);
 
     let model = fit(&train, &format!("{ONE_TREE} min_impurity_decrease=0.002"));
-    let (counts, classes) = node_counts(&model, &model.trees[0], &train);
-    for (i, l, r) in splits(&model.trees[0]) {
+    let (counts, classes) = node_counts(&model, &model.trees()[0], &train);
+    for (i, l, r) in splits(&model.trees()[0]) {
         let decrease = counts[i] as f64 * gini(&classes[i])
             - counts[l] as f64 * gini(&classes[l])
             - counts[r] as f64 * gini(&classes[r]);
@@ -170,10 +170,10 @@ fn entropy_is_a_different_criterion_of_similar_quality() {
     let test = read("flights_cls_test.parquet", 10_000);
     let gini = fit(&train, "n_trees=20 criterion=gini");
     let entropy = fit(&train, "n_trees=20 criterion=entropy");
-    assert_ne!(gini.trees, entropy.trees);
+    assert_ne!(gini.trees(), entropy.trees());
     let acc = accuracy(&entropy, &test);
     assert!(acc > 0.87, "entropy accuracy {acc}");
-    assert!(entropy.params.contains(&("criterion".into(), "entropy".into())));
+    assert!(entropy.params().contains(&("criterion".into(), "entropy".into())));
 }
 
 /// A sample weight of 2 is the same as the row twice (exact bins, so the
@@ -195,14 +195,14 @@ fn integer_weights_equal_repeated_rows() {
 
         let options = format!("{ONE_TREE} split_method=exact min_samples_leaf=1 max_depth={depth}");
         let params = TrainParams::parse_options(&options).unwrap();
-        let by_weight = arbor_ensemble::train(&training_data(&weighted, Some("w"), &params), &params, &|_| {}).unwrap();
-        let by_rows = arbor_ensemble::train(&training_data(&repeated, None, &params), &params, &|_| {}).unwrap();
-        let (w, r) = (&by_weight.trees[0], &by_rows.trees[0]);
+        let by_weight = Trainer::new(params.clone()).weight("w").fit(weighted).unwrap();
+        let by_rows = Trainer::new(params).fit(repeated).unwrap();
+        let (w, r) = (&by_weight.trees()[0], &by_rows.trees()[0]);
         assert!(w.nodes == r.nodes, "{file}: weights and repeated rows grow different trees");
         // The same leaves; means of w·y and of repeated y agree to rounding.
         assert!(w.values.iter().zip(&r.values).all(|(a, b)| (a - b).abs() <= 1e-12 * b.abs().max(1.0)), "{file}");
         let unweighted = fit(&batch, &options);
-        assert!(by_weight.trees != unweighted.trees, "{file}: the weights must matter");
+        assert!(by_weight.trees() != unweighted.trees(), "{file}: the weights must matter");
     }
 }
 
@@ -210,11 +210,11 @@ fn integer_weights_equal_repeated_rows() {
 fn bootstrap_and_sample_fraction_decide_what_each_tree_sees() {
     let train = read("flights_cls_train.parquet", 3_000);
     let same = fit(&train, "n_trees=3 bootstrap=false max_features=all");
-    assert!(same.trees.windows(2).all(|w| w[0] == w[1]), "every tree sees every row: one tree, three times");
+    assert!(same.trees().windows(2).all(|w| w[0] == w[1]), "every tree sees every row: one tree, three times");
     let halves = fit(&train, "n_trees=3 bootstrap=false sample_fraction=0.5 max_features=all");
-    assert_ne!(halves.trees[0], halves.trees[1]);
+    assert_ne!(halves.trees()[0], halves.trees()[1]);
     let bagged = fit(&train, "n_trees=3 max_features=all");
-    assert_ne!(bagged.trees[0], bagged.trees[1]);
+    assert_ne!(bagged.trees()[0], bagged.trees()[1]);
 }
 
 #[test]
@@ -222,7 +222,7 @@ fn out_of_bag_error_per_observation() {
     let train = read("flights_cls_train.parquet", 5_000);
     let params = TrainParams::parse_options("n_trees=30 oob_per_observation=true").unwrap();
     let data = training_data(&train, None, &params);
-    let (model, oob) = train_forest_with_oob(&data, &params, &|_| {}).unwrap();
+    let Trained { model, out_of_bag: oob } = Trainer::new(params).fit_data(&data).unwrap();
     let oob = oob.unwrap();
     let rows = oob.per_observation.as_ref().unwrap();
     assert_eq!(rows.len(), train.num_rows());
@@ -231,7 +231,7 @@ fn out_of_bag_error_per_observation() {
     assert!(rows.iter().filter_map(|o| o.error).all(|e| e == 0.0 || e == 1.0));
     let mean = rows.iter().filter_map(|o| o.error).sum::<f64>() / oob.rows as f64;
     assert!((mean - oob.error).abs() < 1e-12);
-    assert_eq!(model.oob_error, Some(oob.error));
+    assert_eq!(model.oob_error(), Some(oob.error));
     let labels = train.column_by_name("label").unwrap().as_primitive::<Int32Type>();
     for (r, o) in rows.iter().enumerate().take(200) {
         assert_eq!(o.label, f64::from(labels.value(r)), "row {r}: classes 0 and 1 are their own indices");
@@ -242,7 +242,7 @@ fn out_of_bag_error_per_observation() {
 
     let train = read("diamonds_reg_train.parquet", 5_000);
     let model = fit(&train, "n_trees=30 oob=true");
-    let oob = model.oob_error.unwrap();
+    let oob = model.oob_error().unwrap();
     let held_out = rmse(&model, &read("diamonds_reg_test.parquet", 5_000)).powi(2);
     assert!((oob - held_out).abs() < 0.5 * held_out, "oob MSE {oob} vs held-out MSE {held_out}");
 
@@ -278,13 +278,13 @@ fn importance_ranks_informative_features_above_noise() {
     let labels = classification.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Int64Type>();
     let p1 = labels.values().iter().sum::<i64>() as f64 / n as f64;
     let root_gini = 1.0 - p1 * p1 - (1.0 - p1) * (1.0 - p1);
-    let total: f64 = model.importance.as_ref().unwrap().iter().sum();
+    let total: f64 = model.importance().unwrap().iter().sum();
     assert!((total - root_gini).abs() < 1e-12, "{total} vs {root_gini}");
 
     for (batch, what) in [(&regression, "regression"), (&classification, "classification")] {
         for importance in ["mdi", "mda_raw", "mda_scaled"] {
             let model = fit(batch, &format!("n_trees=30 max_features=2 importance={importance}"));
-            let imp = model.importance.as_ref().unwrap();
+            let imp = model.importance().unwrap();
             let informative = imp[..3].iter().copied().fold(f64::INFINITY, f64::min);
             let noise = imp[3..].iter().copied().fold(f64::NEG_INFINITY, f64::max);
             assert!(informative > noise, "{what} {importance}: {imp:?}");
@@ -299,14 +299,14 @@ fn unweighted_voting_counts_the_trees_votes() {
     let test = read("flights_cls_test.parquet", 2_000);
     let weighted = fit(&train, "n_trees=10 min_samples_leaf=20");
     let unweighted = fit(&train, "n_trees=10 min_samples_leaf=20 voting=unweighted");
-    assert_eq!(weighted.trees, unweighted.trees, "voting changes prediction only");
-    let (pw, pu) = (weighted.predict_batch(&test).unwrap(), unweighted.predict_batch(&test).unwrap());
-    for p in pu.values.chunks(2) {
+    assert_eq!(weighted.trees(), unweighted.trees(), "voting changes prediction only");
+    let (pw, pu) = (weighted.score(&test).unwrap(), unweighted.score(&test).unwrap());
+    for p in pu.values().chunks(2) {
         assert!((p[0] + p[1] - 1.0).abs() < 1e-12);
         assert!(((p[0] * 10.0).round() - p[0] * 10.0).abs() < 1e-9, "a share of 10 votes: {p:?}");
     }
     assert!(
-        pw.values.chunks(2).any(|p| ((p[0] * 10.0).round() - p[0] * 10.0).abs() > 1e-6),
+        pw.values().chunks(2).any(|p| ((p[0] * 10.0).round() - p[0] * 10.0).abs() > 1e-6),
         "weighted averages leaves"
     );
     let agree = pw.class_index().iter().zip(pu.class_index()).filter(|(a, b)| *a == b).count();

@@ -53,14 +53,14 @@ fn rows_with_missing(batch: &RecordBatch, features: &[String]) -> usize {
 }
 
 fn predict(model: &Model, batch: &RecordBatch) -> Predictions {
-    let names: Vec<String> = model.features.iter().map(|f| f.name.clone()).collect();
+    let names: Vec<String> = model.features().iter().map(|f| f.name.clone()).collect();
     let missing = rows_with_missing(batch, &names);
     assert!(missing >= batch.num_rows() / 3 && missing < batch.num_rows(), "{missing} rows with missing values");
-    model.predict_batch(batch).unwrap()
+    model.score(batch).unwrap()
 }
 
 fn class_column(predictions: &Predictions, class: usize) -> Vec<f64> {
-    predictions.values.chunks_exact(predictions.width).map(|p| p[class]).collect()
+    predictions.values().chunks_exact(predictions.width()).map(|p| p[class]).collect()
 }
 
 /// Predicts the `case` rows and checks them against the library's column
@@ -70,7 +70,7 @@ fn assert_matches_library(model: &Model, case: &str, expected: &str) -> (RecordB
     let batch = rows(case);
     let p = predict(model, &batch);
     match model.class_names().len() {
-        0 => assert_close(expected, &p.values, &column(&batch, expected)),
+        0 => assert_close(expected, p.values(), &column(&batch, expected)),
         2 => assert_close(expected, &class_column(&p, 1), &column(&batch, expected)),
         classes => {
             for k in 0..classes {
@@ -84,7 +84,7 @@ fn assert_matches_library(model: &Model, case: &str, expected: &str) -> (RecordB
 
 /// The model's splits that use `test`'s kind.
 fn splits_like(model: &Model, kind: fn(&SplitTest) -> bool) -> usize {
-    let tests = model.trees.iter().flat_map(|t| &t.nodes).filter_map(|n| match n {
+    let tests = model.trees().iter().flat_map(|t| &t.nodes).filter_map(|n| match n {
         Node::Split { test, .. } => Some(test),
         Node::Leaf { .. } => None,
     });
@@ -94,7 +94,7 @@ fn splits_like(model: &Model, kind: fn(&SplitTest) -> bool) -> usize {
 #[test]
 fn xgboost_squared_error_regression() {
     let model = xgboost("xgb_reg.json");
-    assert_eq!(model.features.len(), 9);
+    assert_eq!(model.features().len(), 9);
     assert_matches_library(&model, "diamonds", "xgb_reg");
 }
 
@@ -111,7 +111,7 @@ fn xgboost_softprob() {
 #[test]
 fn xgboost_softmax_with_parallel_trees() {
     let model = xgboost("xgb_softmax.json");
-    assert_eq!(model.trees.len(), 60, "3 rounds of 2 parallel trees per class");
+    assert_eq!(model.trees().len(), 60, "3 rounds of 2 parallel trees per class");
     let (batch, p) = assert_matches_library(&model, "digits", "xgb_softmax");
     let classes: Vec<f64> = p.class_index().iter().map(|&c| f64::from(c)).collect();
     assert_eq!(classes, column(&batch, "xgb_softmax"));
@@ -140,7 +140,7 @@ fn lightgbm_binary() {
 #[test]
 fn lightgbm_pandas_categories_predict_from_strings() {
     let model = lightgbm("lgb_pandas.txt");
-    let carrier = model.features.iter().find(|f| f.name == "carrier").unwrap();
+    let carrier = model.features().iter().find(|f| f.name == "carrier").unwrap();
     assert_eq!(carrier.kind, arbor_quantize::FeatureType::Categorical);
     assert_matches_library(&model, "flights", "lgb_pandas");
 }

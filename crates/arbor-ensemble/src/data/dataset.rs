@@ -9,7 +9,7 @@ use arbor_quantize::{FeatureColumn, FeatureType, NumericValues, QuantizeError};
 
 use crate::data::canonical_order::{canonical_order, SortKey};
 use crate::data::label::{default_task, read_label, LabelInfo, Target};
-use crate::{ArborError, Result, Task};
+use crate::{ArborError, ColumnRoles, Result, Task};
 
 /// A column by name, as one array per record batch.
 #[derive(Clone, Debug)]
@@ -34,60 +34,44 @@ pub struct FeatureSpec {
 #[derive(Clone, Debug)]
 pub struct TrainingData {
     /// The task, from the caller or the label's type.
-    pub task: Task,
+    pub(crate) task: Task,
     /// The label's name, type and classes.
-    pub label: LabelInfo,
+    pub(crate) label: LabelInfo,
     /// The target per row.
-    pub target: Target,
+    pub(crate) target: Target,
     /// The features' names and types.
-    pub features: Vec<FeatureSpec>,
+    pub(crate) features: Vec<FeatureSpec>,
     /// The features' values.
-    pub columns: Vec<FeatureColumn>,
+    pub(crate) columns: Vec<FeatureColumn>,
     /// Sample weights, when given.
-    pub weights: Option<Vec<f64>>,
+    pub(crate) weights: Option<Vec<f64>>,
     /// Rows dropped because their label was null.
-    pub skipped_null_labels: usize,
+    pub(crate) skipped_null_labels: usize,
     /// Each training row's position among the input rows with a non-null
     /// label. Training sorts rows into one canonical order, so that a model
     /// depends on the rows it is given, never on the order they arrive in
     /// (file layout, batch sizes, SQL partitions).
-    pub input_row: Vec<u32>,
+    pub(crate) input_row: Vec<u32>,
 }
 
 impl TrainingData {
-    /// Reads training data from record batches.
-    ///
-    /// `features` defaults to every column but the label and the weight.
-    pub fn from_batches(
-        schema: &Schema,
-        batches: &[RecordBatch],
-        label: &str,
-        features: Option<&[String]>,
-        weight: Option<&str>,
-        task: Option<Task>,
-    ) -> Result<TrainingData> {
-        Self::from_owned_batches(schema, batches.to_vec(), label, features, weight, task)
-    }
-
-    /// [`TrainingData::from_batches`], taking the batches: each feature's
-    /// arrays are freed as soon as the feature is read, so the table and its
-    /// features are never held in full at once.
-    pub fn from_owned_batches(
+    /// Reads training data from record batches of `schema`: the label,
+    /// features and weight of `roles`. Each feature's arrays are freed as
+    /// soon as the feature is read, so the table and its features are never
+    /// held in full at once. [`crate::Trainer::training_data`] is the public way in.
+    pub(crate) fn from_owned_batches(
         schema: &Schema,
         batches: Vec<RecordBatch>,
-        label: &str,
-        features: Option<&[String]>,
-        weight: Option<&str>,
+        roles: &ColumnRoles,
         task: Option<Task>,
     ) -> Result<TrainingData> {
         let column = |name: &str| -> Result<NamedColumn> {
             let index = index_of(schema, name)?;
             Ok(NamedColumn { name: name.to_owned(), arrays: batches.iter().map(|b| b.column(index).clone()).collect() })
         };
-        let label_column = column(label)?;
-        let weight_column = weight.map(column).transpose()?;
-        let feature_columns =
-            feature_names(schema, label, features, weight).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
+        let label_column = column(&roles.label)?;
+        let weight_column = roles.weight.as_deref().map(column).transpose()?;
+        let feature_columns = feature_names(schema, roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         drop(batches); // the columns now hold the only references to their arrays
         let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
         Self::from_columns(label_column, feature_columns, weight_column, task, data_type)
@@ -100,14 +84,14 @@ impl TrainingData {
     /// this way.
     pub fn from_column_reader(
         schema: &Schema,
-        label: &str,
-        features: Option<&[String]>,
-        weight: Option<&str>,
+        roles: &ColumnRoles,
         task: Option<Task>,
         read: impl Fn(&str) -> Result<Vec<ArrayRef>> + Sync,
     ) -> Result<TrainingData> {
+        let label = roles.label.as_str();
+        let weight = roles.weight.as_deref();
         let label_type = schema.field(index_of(schema, label)?).data_type().clone();
-        let names = feature_names(schema, label, features, weight);
+        let names = feature_names(schema, roles);
         let mut pending = Vec::with_capacity(names.len());
         for name in names {
             let data_type = schema.field(index_of(schema, &name)?).data_type().clone();
@@ -194,8 +178,11 @@ impl TrainingData {
                 label.name
             )));
         }
-        let drop_nulls = |arrays: &[ArrayRef]| -> Result<Vec<ArrayRef>> {
-            arrays
+        let lengths: Vec<usize> = label.arrays.iter().map(|a| a.len()).collect();
+        let label_name = label.name.clone();
+        // Every column cut like the label, then the rows of null labels dropped.
+        let drop_nulls = |what: &str, name: &str, arrays: Vec<ArrayRef>| -> Result<Vec<ArrayRef>> {
+            align(what, name, arrays, &label_name, &lengths)?
                 .iter()
                 .zip(&keep)
                 .map(|(a, k)| match k {
@@ -204,9 +191,9 @@ impl TrainingData {
                 })
                 .collect()
         };
-        let labels = drop_nulls(&label.arrays)?;
+        let labels = drop_nulls("label", &label.name, label.arrays.clone())?;
         let (label_info, target) = read_label(&label.name, &labels, task)?;
-        let weight_arrays = weight.as_ref().map(|w| drop_nulls(&w.arrays)).transpose()?;
+        let weight_arrays = weight.as_ref().map(|w| drop_nulls("weight", &w.name, w.arrays.clone())).transpose()?;
         let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
         drop((label, labels, weight, weight_arrays));
         let specs: Vec<FeatureSpec> =
@@ -216,7 +203,7 @@ impl TrainingData {
         let columns = features
             .into_par_iter()
             .map(|f| {
-                let arrays = drop_nulls(&(f.arrays)()?)?;
+                let arrays = drop_nulls("feature", &f.name, (f.arrays)()?)?;
                 Ok(FeatureColumn::from_arrays(&f.name, &arrays)?)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -257,12 +244,48 @@ impl TrainingData {
     }
 
     /// Per-row values in training order, put back into input order.
-    pub fn in_input_order<T: Clone>(&self, values: &[T]) -> Vec<T> {
+    pub(crate) fn in_input_order<T: Clone>(&self, values: &[T]) -> Vec<T> {
         let mut out = values.to_vec();
         for (value, &row) in values.iter().zip(&self.input_row) {
             out[row as usize] = value.clone();
         }
         out
+    }
+
+    /// The task: the caller's, or the one the label's type implies.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// The label's name, type and classes.
+    pub fn label(&self) -> &LabelInfo {
+        &self.label
+    }
+
+    /// The features' names and types, in the order the model will know them.
+    pub fn features(&self) -> &[FeatureSpec] {
+        &self.features
+    }
+
+    /// The features' values, in training order (for tools that drive the
+    /// kernels directly, such as the benches).
+    pub fn columns(&self) -> &[FeatureColumn] {
+        &self.columns
+    }
+
+    /// The target of each row, in training order.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The sample weights, in training order, when given.
+    pub fn weights(&self) -> Option<&[f64]> {
+        self.weights.as_deref()
+    }
+
+    /// Rows dropped because their label was null.
+    pub fn skipped_null_labels(&self) -> usize {
+        self.skipped_null_labels
     }
 
     /// Number of training rows (null labels excluded).
@@ -290,16 +313,44 @@ fn index_of(schema: &Schema, name: &str) -> Result<usize> {
 }
 
 /// The features named, or by default every column but the label and the weight.
-fn feature_names(schema: &Schema, label: &str, features: Option<&[String]>, weight: Option<&str>) -> Vec<String> {
-    match features {
-        Some(names) => names.to_vec(),
+fn feature_names(schema: &Schema, roles: &ColumnRoles) -> Vec<String> {
+    match &roles.features {
+        Some(names) => names.clone(),
         None => schema
             .fields()
             .iter()
             .map(|f| f.name().clone())
-            .filter(|n| n != label && Some(n.as_str()) != weight)
+            .filter(|n| *n != roles.label && Some(n) != roles.weight.as_ref())
             .collect(),
     }
+}
+
+/// `arrays` cut into the chunks of the label (`lengths`), so that row `i` of
+/// every column is the same row; an error naming the column if it does not
+/// have the label's rows.
+fn align(what: &str, name: &str, arrays: Vec<ArrayRef>, label: &str, lengths: &[usize]) -> Result<Vec<ArrayRef>> {
+    if arrays.len() == lengths.len() && arrays.iter().zip(lengths).all(|(a, &n)| a.len() == n) {
+        return Ok(arrays);
+    }
+    let rows: usize = arrays.iter().map(|a| a.len()).sum();
+    let expected: usize = lengths.iter().sum();
+    if rows != expected {
+        return Err(ArborError::Data(format!(
+            "{what} column '{name}' has {rows} rows, but the label column '{label}' has {expected}; \
+             every column needs one value per row"
+        )));
+    }
+    let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+    let whole = arrow::compute::concat(&refs)?;
+    let mut offset = 0;
+    Ok(lengths
+        .iter()
+        .map(|&n| {
+            let chunk = whole.slice(offset, n);
+            offset += n;
+            chunk
+        })
+        .collect())
 }
 
 /// `values` in the order of `rows` (positions into `values`).

@@ -436,6 +436,6 @@ mod tests {
         assert!(e(&header("regression sqrt")).contains("reg_sqrt"));
         assert!(e(&header("regression").replace("end of trees\n", "")).contains("truncated"));
         let model = Model::from_lightgbm_text(&header("regression")).unwrap();
-        assert_eq!(model.predict_columns(&[vec![3.0]], 1).values, vec![0.5]);
+        assert_eq!(model.score_columns(&[vec![3.0]], 1).unwrap().values, vec![0.5]);
     }
 }

@@ -370,7 +370,7 @@ mod tests {
                 "default_left": [true, false, false]}]}}}}"#;
         let model = Model::from_xgboost_json(json.as_bytes()).unwrap();
         assert_eq!(model.features[1].name, "f1");
-        let p = model.predict_columns(&[vec![0.0; 3], vec![0.25, 0.5, f64::NAN]], 3);
+        let p = model.score_columns(&[vec![0.0; 3], vec![0.25, 0.5, f64::NAN]], 3).unwrap();
         let margin = |leaf: f64| (0.2f64 / 0.8).ln() + leaf;
         let expected = [margin(-1.5), margin(2.0), margin(-1.5)].map(|m| 1.0 / (1.0 + (-m).exp()));
         for (row, e) in expected.iter().enumerate() {

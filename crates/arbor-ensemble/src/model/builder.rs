@@ -14,7 +14,7 @@
 //! tree.add_leaf(Some((root, Side::Right)), &[0.2, 0.8]).unwrap();
 //! builder.add_tree(tree).unwrap();
 //! let model = builder.build().unwrap();
-//! let p = model.predict_columns(&[vec![0.0, 1.0]], 2);
+//! let p = model.score_columns(&[vec![0.0, 1.0]], 2).unwrap();
 //! assert_eq!(p.class_index(), vec![0, 1]);
 //! ```
 
@@ -329,7 +329,7 @@ mod tests {
         b.add_tree(stump(1.0, 3.0)).unwrap();
         b.add_tree(stump(2.0, 5.0)).unwrap();
         let model = b.build().unwrap();
-        let p = model.predict_columns(&[vec![0.5, 1.0, 7.0, f64::NAN]], 4);
+        let p = model.score_columns(&[vec![0.5, 1.0, 7.0, f64::NAN]], 4).unwrap();
         assert_eq!(p.values, vec![1.5, 1.5, 4.0, 4.0], "mean of the trees; missing goes right");
         let again = Model::from_bytes(&model.to_bytes()).unwrap();
         assert_eq!(again, model);
@@ -351,7 +351,7 @@ mod tests {
             b.add_tree(t).unwrap();
         }
         let model = b.build().unwrap();
-        let p = model.predict_columns(&[vec![1.0, 2.0]], 2);
+        let p = model.score_columns(&[vec![1.0, 2.0]], 2).unwrap();
         assert_eq!(p.class_index(), vec![0, 1]);
         let expected = 1.0 / (1.0 + (-4.0f64).exp());
         assert!((p.values[0] - expected).abs() < 1e-12, "{:?}", p.values);

@@ -55,35 +55,95 @@ pub struct EarlyStopping {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// Classification or regression.
-    pub task: Task,
+    pub(crate) task: Task,
     /// The algorithm that trained it.
-    pub algorithm: Algorithm,
+    pub(crate) algorithm: Algorithm,
     /// The label's name, type and classes.
-    pub label: LabelInfo,
+    pub(crate) label: LabelInfo,
     /// The features, in the order trees index them.
-    pub features: Vec<Feature>,
+    pub(crate) features: Vec<Feature>,
     /// The trees.
-    pub trees: Trees,
+    pub(crate) trees: Trees,
     /// How classification votes are combined.
-    pub voting: Voting,
+    pub(crate) voting: Voting,
     /// Importance per feature, when computed: for forests MDI, MDA raw or MDA
     /// scaled exactly as seed 000 defines them (mean weighted impurity decrease;
     /// mean OOB error increase, raw or over its standard error); for boosting,
     /// each feature's share of the total gain.
-    pub importance: Option<Vec<f64>>,
+    pub(crate) importance: Option<Vec<f64>>,
     /// Out-of-bag error, when computed.
-    pub oob_error: Option<f64>,
+    pub(crate) oob_error: Option<f64>,
     /// The effective value of every training option.
-    pub params: Vec<(String, String)>,
+    pub(crate) params: Vec<(String, String)>,
     /// Rows trained on.
-    pub training_rows: u64,
+    pub(crate) training_rows: u64,
     /// Rows skipped because their label was null.
-    pub skipped_null_labels: u64,
+    pub(crate) skipped_null_labels: u64,
     /// Gradient boosting's base score and output layout (`None` for forests).
-    pub boosting: Option<Boosting>,
+    pub(crate) boosting: Option<Boosting>,
 }
 
 impl Model {
+    /// Classification or regression.
+    pub fn task(&self) -> Task {
+        self.task
+    }
+
+    /// The algorithm that trained it.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The label's name, type and classes.
+    pub fn label(&self) -> &LabelInfo {
+        &self.label
+    }
+
+    /// The features, in the order trees index them.
+    pub fn features(&self) -> &[Feature] {
+        &self.features
+    }
+
+    /// The trees.
+    pub fn trees(&self) -> &Trees {
+        &self.trees
+    }
+
+    /// How classification votes are combined.
+    pub fn voting(&self) -> Voting {
+        self.voting
+    }
+
+    /// Importance per feature, in feature order, when computed.
+    pub fn importance(&self) -> Option<&[f64]> {
+        self.importance.as_deref()
+    }
+
+    /// Out-of-bag error, when computed.
+    pub fn oob_error(&self) -> Option<f64> {
+        self.oob_error
+    }
+
+    /// The effective value of every training option, in report order.
+    pub fn params(&self) -> &[(String, String)] {
+        &self.params
+    }
+
+    /// Rows trained on.
+    pub fn training_rows(&self) -> u64 {
+        self.training_rows
+    }
+
+    /// Rows skipped in training because their label was null.
+    pub fn skipped_null_labels(&self) -> u64 {
+        self.skipped_null_labels
+    }
+
+    /// Gradient boosting's base score and output layout (`None` for forests).
+    pub fn boosting(&self) -> Option<&Boosting> {
+        self.boosting.as_ref()
+    }
+
     /// Outputs per prediction: the number of classes, or 1 for regression.
     pub fn value_len(&self) -> usize {
         match (&self.task, &self.label.classes) {

@@ -244,7 +244,7 @@ mod prediction_tests {
     use arbor_kernels::dispatch::{with_level, Level};
 
     use crate::model::trees::Trees;
-    use crate::{train, Model, Predictions, TrainParams, TrainingData};
+    use crate::{Model, Predictions, TrainParams};
 
     /// The first `rows` rows of a bundled Parquet file.
     fn read(name: &str, rows: usize) -> RecordBatch {
@@ -259,10 +259,7 @@ mod prediction_tests {
 
     fn fit(batch: &RecordBatch, options: &str) -> Model {
         let params = TrainParams::parse_options(options).unwrap();
-        let data =
-            TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, None, params.task)
-                .unwrap();
-        train(&data, &params, &|_| {}).unwrap()
+        crate::Trainer::new(params).fit(batch).unwrap()
     }
 
     /// Asserts that two predictions are the same to the bit.
@@ -291,7 +288,7 @@ mod prediction_tests {
             let loaded = Model::from_bytes(&bytes).unwrap();
             assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: loads over ranks");
             let test = read(&format!("{data}_test.parquet"), 2000);
-            let (expected, got) = (model.predict_batch(&test).unwrap(), loaded.predict_batch(&test).unwrap());
+            let (expected, got) = (model.score(&test).unwrap(), loaded.score(&test).unwrap());
             assert_same_bits(&expected, &got, &format!("{data} {options}"));
             assert!(loaded.trees.loaded_over_ranks(), "{data} {options}: predicting needs no flat layout");
             assert_eq!(loaded.trees.shapes(), model.trees.shapes(), "{data} {options}: shapes");
@@ -311,7 +308,7 @@ mod prediction_tests {
         let model = fit(&read("flights_cls_train.parquet", 3000), "n_trees=6 oob=true");
         assert!(model.trees.held_encoded());
         let test = read("flights_cls_test.parquet", 2000);
-        let got = model.predict_batch(&test).unwrap();
+        let got = model.score(&test).unwrap();
         let bytes = model.to_bytes();
         let mut written = Vec::new();
         assert_eq!(model.write_to(&mut written).unwrap(), bytes.len() as u64);
@@ -319,7 +316,7 @@ mod prediction_tests {
         assert!(model.trees.held_encoded(), "predicting and saving decode nothing");
         let lists = Model { trees: Trees::from(model.trees.to_vec()), ..model.clone() };
         assert!(lists.to_bytes() == bytes, "the node lists encode to the kept bytes");
-        assert_same_bits(&lists.predict_batch(&test).unwrap(), &got, "grown forest");
+        assert_same_bits(&lists.score(&test).unwrap(), &got, "grown forest");
     }
 
     /// Walking the trees over ranks gives the predictions of the flat trees,

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use arbor_quantize::FeatureType;
-use arrow::array::{Array, ArrayRef, Float64Array, RecordBatch};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, FixedSizeListArray, Float64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field};
 use rayon::prelude::*;
 
 use arbor_kernels::dispatch::prefetch;
@@ -26,19 +26,36 @@ const BLOCK_BYTES: usize = 4 << 20;
 /// Work units hold a multiple of this many rows (the last one excepted).
 const UNIT_ALIGN: usize = 64;
 
-/// The model's answer for a set of rows.
+/// The model's raw answer for a set of rows: per row, the class
+/// probabilities (classification) or the value (regression).
+/// [`Model::prediction_array`] and [`Model::proba_array`] make Arrow arrays of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Predictions {
     /// Outputs per row: class probabilities (classification) or 1 value.
-    pub width: usize,
+    pub(crate) width: usize,
     /// Row-major outputs, `width` per row.
-    pub values: Vec<f64>,
+    pub(crate) values: Vec<f64>,
 }
 
 impl Predictions {
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         self.values.len() / self.width.max(1)
+    }
+
+    /// Outputs per row: the number of classes, or 1 for regression.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Every output, row-major: `width` per row.
+    pub fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// Row `row`'s outputs.
+    pub fn row(&self, row: usize) -> &[f64] {
+        &self.values[row * self.width..(row + 1) * self.width]
     }
 
     /// Most probable class per row (the lowest index on ties).
@@ -141,7 +158,12 @@ impl Model {
 
     /// Checks that a column of `data_type` can feed feature `index`.
     pub fn check_feature_type(&self, index: usize, data_type: &DataType) -> Result<()> {
-        let f = &self.features[index];
+        let Some(f) = self.features.get(index) else {
+            return Err(ArborError::Data(format!(
+                "the model has {} features; there is no feature {index}",
+                self.features.len()
+            )));
+        };
         let given = FeatureType::of(data_type);
         let fits = match f.kind {
             // An untyped NULL (a SQL `NULL` literal) is missing for any feature.
@@ -163,8 +185,8 @@ impl Model {
         }
     }
 
-    /// Predicts rows given one array per model feature, in model order.
-    pub fn predict_arrays(&self, arrays: &[ArrayRef]) -> Result<Predictions> {
+    /// Scores rows given one array per model feature, in model order, all of one length.
+    pub fn score_arrays(&self, arrays: &[ArrayRef]) -> Result<Predictions> {
         if arrays.len() != self.features.len() {
             return Err(ArborError::Data(format!(
                 "the model has {} features ({}), but {} columns were given",
@@ -176,6 +198,14 @@ impl Model {
         let n_rows = arrays.first().map_or(0, |a| a.len());
         let mut columns = Vec::with_capacity(arrays.len());
         for (i, (f, a)) in self.features.iter().zip(arrays).enumerate() {
+            if a.len() != n_rows {
+                return Err(ArborError::Data(format!(
+                    "feature '{}' has {} rows, but feature '{}' has {n_rows}; every feature needs one value per row",
+                    f.name,
+                    a.len(),
+                    self.features[0].name
+                )));
+            }
             self.check_feature_type(i, a.data_type())?;
             if *a.data_type() == DataType::Null {
                 columns.push(vec![f64::NAN; a.len()]);
@@ -183,21 +213,44 @@ impl Model {
                 columns.push(f.mapper.raw_values(&f.name, a)?);
             }
         }
-        Ok(self.predict_columns(&columns, n_rows))
+        Ok(self.predict_with(&columns, n_rows, self.trees.ranked(self.features.len())))
     }
 
-    /// Predicts every row of `batch` (features found by name).
-    pub fn predict_batch(&self, batch: &RecordBatch) -> Result<Predictions> {
-        self.predict_arrays(&self.feature_arrays(batch)?)
+    /// Scores every row of `batch` (features found by name): the raw outputs
+    /// that [`Model::predict`] and [`Model::predict_proba`] are made of, for a
+    /// caller that wants both from one pass.
+    pub fn score(&self, batch: &RecordBatch) -> Result<Predictions> {
+        self.score_arrays(&self.feature_arrays(batch)?)
     }
 
-    /// Predicts from raw feature values (column-major, NaN for missing;
-    /// categories as their 1-based bin): one column per model feature, in
-    /// model order, each of at least `n_rows` values. [`Model::predict_arrays`]
-    /// checks its input; here a wrong column count panics, naming both counts.
-    pub fn predict_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Predictions {
-        assert_eq!(columns.len(), self.features.len(), "predict_columns takes one column per model feature");
-        self.predict_with(columns, n_rows, self.trees.ranked(self.features.len()))
+    /// Predicts every row of `batch` (features found by name): the class,
+    /// typed like the label it was trained on, or the value as Float64.
+    pub fn predict(&self, batch: &RecordBatch) -> Result<ArrayRef> {
+        self.prediction_array(&self.score(batch)?)
+    }
+
+    /// Class probabilities of every row of `batch` (features found by name),
+    /// one list of values per row in the order of [`Model::class_names`];
+    /// an error for a regression model.
+    pub fn predict_proba(&self, batch: &RecordBatch) -> Result<FixedSizeListArray> {
+        self.proba_array(&self.score(batch)?)
+    }
+
+    /// Scores raw feature values (column-major, NaN for missing; categories
+    /// as their 1-based bin): one column per model feature, in model order,
+    /// each of `n_rows` values.
+    pub fn score_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Result<Predictions> {
+        if columns.len() != self.features.len() {
+            return Err(ArborError::Data(format!(
+                "the model has {} features, but {} columns were given",
+                self.features.len(),
+                columns.len()
+            )));
+        }
+        if let Some((f, c)) = self.features.iter().zip(columns).find(|(_, c)| c.len() != n_rows) {
+            return Err(ArborError::Data(format!("feature '{}' has {} values, not {n_rows}", f.name, c.len())));
+        }
+        Ok(self.predict_with(columns, n_rows, self.trees.ranked(self.features.len())))
     }
 
     /// Predicts over ranks with `ranked`, or over raw values with the flat
@@ -299,6 +352,18 @@ impl Model {
             Task::Classification => self.label.arrow_type(),
             Task::Regression => Ok(DataType::Float64),
         }
+    }
+
+    /// The probabilities as one fixed-size list per row, in class order; an
+    /// error for a regression model.
+    pub fn proba_array(&self, predictions: &Predictions) -> Result<FixedSizeListArray> {
+        if self.task != Task::Classification {
+            return Err(ArborError::Data("the model is a regression model; it has no class probabilities".into()));
+        }
+        let width = i32::try_from(predictions.width)
+            .map_err(|_| ArborError::Data(format!("{} classes are too many for a list", predictions.width)))?;
+        let values = Arc::new(Float64Array::from(predictions.values.clone()));
+        Ok(FixedSizeListArray::try_new(Arc::new(Field::new_list_field(DataType::Float64, false)), width, values, None)?)
     }
 
     /// One probability column per class, in class order (classification only).

@@ -26,7 +26,7 @@ use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, Train
 const VALIDATION_STREAM: usize = usize::MAX;
 
 /// Trains gradient boosted trees; `on_progress` hears of every round.
-pub fn train_boosting(
+pub(crate) fn train_boosting(
     data: &TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
@@ -38,7 +38,7 @@ pub fn train_boosting(
 /// columns are freed once binned, and rows the trees did not grow on (held
 /// out, not sampled) walk each tree on stand-in values of their bins
 /// instead. The model bytes are the same.
-pub fn train_boosting_owned(
+pub(crate) fn train_boosting_owned(
     mut data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),

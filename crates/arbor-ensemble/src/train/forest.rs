@@ -30,57 +30,29 @@ use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, Tr
 
 /// The random stream of tree `index`: independent of the thread that grows it
 /// and of how many trees are grown, so a seed always gives the same forest.
-pub fn tree_rng(seed: u64, index: usize) -> ChaCha8Rng {
+pub(crate) fn tree_rng(seed: u64, index: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(index as u64);
     rng
 }
 
-/// Trains a random forest; `on_progress` hears of each tree as it is done.
-pub fn train_forest(
+/// Trains a random forest on data the caller keeps; with `spill_dir`,
+/// finished trees wait in an unnamed temporary file there instead of in
+/// memory. Returns, besides the model, its out-of-bag results when `oob`,
+/// `oob_per_observation` or an MDA importance asked for them.
+pub(crate) fn train_forest(
     data: &TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<Model> {
-    train_forest_with_oob(data, params, on_progress).map(|(model, _)| model)
-}
-
-/// Trains a random forest and returns, besides the model, its out-of-bag
-/// results when `oob`, `oob_per_observation` or an MDA importance was asked.
-pub fn train_forest_with_oob(
-    data: &TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
+    spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
-    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress, None)
+    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress, spill_dir)
 }
 
-/// [`train_forest_with_oob`] for a caller done with the data: unless
-/// out-of-bag results or an MDA importance walk the raw values, the raw
-/// feature columns are freed once binned. The same model.
-pub fn train_forest_owned(
-    data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<(Model, Option<OutOfBag>)> {
-    grow_owned(data, params, on_progress, None)
-}
-
-/// [`train_forest_owned`] that keeps each finished tree in an unnamed
-/// temporary file in `dir` instead of in memory: training holds the trees
-/// being grown, not the forest, and the model reads its trees from the
-/// file (mapped) when it is written or used. The same model bytes.
-pub fn train_forest_spilled(
-    data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-    dir: &Path,
-) -> Result<(Model, Option<OutOfBag>)> {
-    grow_owned(data, params, on_progress, Some(dir))
-}
-
-/// Grows a forest on data no one reads after, freeing what it can of it.
-fn grow_owned(
+/// [`train_forest`] on data no one reads after: unless out-of-bag results
+/// or an MDA importance walk the raw values, the raw feature columns are
+/// freed once binned. The same model.
+pub(crate) fn train_forest_owned(
     mut data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),

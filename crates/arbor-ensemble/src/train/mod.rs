@@ -12,32 +12,49 @@ pub(crate) mod loss;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
 
+use std::path::Path;
+
 use crate::data::dataset::TrainingData;
-use crate::model::Model;
 use crate::params::types::{Algorithm, TrainParams};
 use crate::train::boosting::{train_boosting, train_boosting_owned};
 use crate::train::forest::{train_forest, train_forest_owned};
 use crate::train::progress::Progress;
+use crate::trainer::Trained;
 use crate::Result;
 
-/// Trains the model `params` ask for; `on_progress` hears of each tree or round.
-pub fn train(data: &TrainingData, params: &TrainParams, on_progress: &(dyn Fn(&Progress) + Sync)) -> Result<Model> {
-    match params.algorithm.0 {
-        Algorithm::RandomForest => train_forest(data, params, on_progress),
-        Algorithm::GradientBoosting => train_boosting(data, params, on_progress),
-    }
+/// Trains the model `params` ask for on data the caller keeps; `on_progress`
+/// hears of each tree or round. The parameters were checked by the caller.
+pub(crate) fn fit_borrowed(
+    data: &TrainingData,
+    params: &TrainParams,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+    spill_dir: Option<&Path>,
+) -> Result<Trained> {
+    Ok(match params.algorithm.0 {
+        Algorithm::RandomForest => {
+            let (model, out_of_bag) = train_forest(data, params, on_progress, spill_dir)?;
+            Trained { model, out_of_bag }
+        }
+        Algorithm::GradientBoosting => Trained { model: train_boosting(data, params, on_progress)?, out_of_bag: None },
+    })
 }
 
-/// [`train`] for a caller done with the data, which it may free as it goes
-/// (the raw feature columns, once binned, unless out-of-bag results need
-/// them). The same model.
-pub fn train_owned(
+/// [`fit_borrowed`] for a caller done with the data, which training frees as
+/// it goes (the raw feature columns, once binned, unless out-of-bag results
+/// need them). The same model.
+pub(crate) fn fit_owned(
     data: TrainingData,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<Model> {
-    match params.algorithm.0 {
-        Algorithm::RandomForest => train_forest_owned(data, params, on_progress).map(|(model, _)| model),
-        Algorithm::GradientBoosting => train_boosting_owned(data, params, on_progress),
-    }
+    spill_dir: Option<&Path>,
+) -> Result<Trained> {
+    Ok(match params.algorithm.0 {
+        Algorithm::RandomForest => {
+            let (model, out_of_bag) = train_forest_owned(data, params, on_progress, spill_dir)?;
+            Trained { model, out_of_bag }
+        }
+        Algorithm::GradientBoosting => {
+            Trained { model: train_boosting_owned(data, params, on_progress)?, out_of_bag: None }
+        }
+    })
 }

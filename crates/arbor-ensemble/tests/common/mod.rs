@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arbor_ensemble::{train, Model, TrainParams, TrainingData};
+use arbor_ensemble::{Model, TrainParams, Trainer, TrainingData};
 use arrow::array::{AsArray, RecordBatch};
 use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType, Float64Type, Int64Type};
@@ -38,19 +38,27 @@ pub fn read_file(path: &Path) -> RecordBatch {
 
 /// Training data from a batch whose label column is `label`.
 pub fn training_data(batch: &RecordBatch, weight: Option<&str>, params: &TrainParams) -> TrainingData {
-    TrainingData::from_batches(&batch.schema(), std::slice::from_ref(batch), "label", None, weight, params.task)
-        .unwrap()
+    trainer(params, weight).training_data(vec![batch.clone()]).unwrap()
+}
+
+/// A trainer with `params`, label `label` and, if given, weight column `weight`.
+pub fn trainer(params: &TrainParams, weight: Option<&str>) -> Trainer<'static> {
+    let trainer = Trainer::new(params.clone());
+    match weight {
+        Some(w) => trainer.weight(w),
+        None => trainer,
+    }
 }
 
 /// A model trained on `batch` with an options string.
 pub fn fit(batch: &RecordBatch, options: &str) -> Model {
     let params = TrainParams::parse_options(options).unwrap();
-    train(&training_data(batch, None, &params), &params, &|_| {}).unwrap()
+    Trainer::new(params).fit(std::slice::from_ref(batch)).unwrap()
 }
 
 /// Share of `test` rows whose predicted class is the label.
 pub fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
-    let p = model.predict_batch(test).unwrap();
+    let p = model.score(test).unwrap();
     let predicted = model.prediction_array(&p).unwrap();
     let truth = test.column_by_name("label").unwrap();
     let predicted = arrow::compute::cast(&predicted, &DataType::Int64).unwrap();
@@ -61,7 +69,7 @@ pub fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
 
 /// Root mean squared error of a regression model on `test`.
 pub fn rmse(model: &Model, test: &RecordBatch) -> f64 {
-    let p = model.predict_batch(test).unwrap();
+    let p = model.score(test).unwrap();
     let y = test.column_by_name("label").unwrap().as_primitive::<Float64Type>();
-    (p.values.iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
+    (p.values().iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
 }
