@@ -36,6 +36,20 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// Whether the failure is a closed pipe on output (`arbor ... | head`),
+    /// which ends the program quietly, as it does other Unix tools.
+    pub fn is_broken_pipe(&self) -> bool {
+        let broken = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
+        match self {
+            CliError::Io { source, .. } => broken(source),
+            CliError::Arrow(arrow::error::ArrowError::IoError(_, source)) => broken(source),
+            CliError::Arrow(arrow::error::ArrowError::ExternalError(e)) => {
+                e.downcast_ref::<std::io::Error>().is_some_and(broken)
+            }
+            _ => false,
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CliError {
         let path = path.into();

@@ -1,10 +1,10 @@
 //! The `arbor` command line: train, predict, inspect, SQL and import over Parquet.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use arbor::commands::{self, ImportFormat, InspectFormat, OutputFormat, PredictArgs, TrainArgs};
+use arbor::commands::{self, ImportFormat, InspectFormat, OutputFormat, PredictArgs, SqlSession, TrainArgs};
 use arbor::CliError;
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -102,8 +102,9 @@ enum Command {
     },
     /// Run SQL in an embedded DataFusion session with arbor's functions.
     Sql {
-        /// A file of SQL statements.
-        #[arg(required_unless_present = "command", conflicts_with = "command")]
+        /// A file of SQL statements (none: standard input, or an interactive
+        /// shell on a terminal).
+        #[arg(conflicts_with = "command")]
         file: Option<PathBuf>,
         /// SQL statements given inline.
         #[arg(long, short = 'c')]
@@ -166,17 +167,20 @@ fn run(cli: Cli) -> Result<(), CliError> {
             write!(stdout, "{}", commands::inspect(&model, format)?).map_err(io)?;
         }
         Command::Sql { file, command, format } => {
-            let sql = match (file, command) {
-                (Some(path), _) => std::fs::read_to_string(&path).map_err(CliError::io(path))?,
-                (None, Some(sql)) => sql,
-                (None, None) => return Err(CliError::Usage("give a SQL file or --command".into())),
-            };
             let format = match format {
                 Format::Table => OutputFormat::Table,
                 Format::Csv => OutputFormat::Csv,
                 Format::Json => OutputFormat::Json,
             };
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(io)?;
+            let sql = match (file, command) {
+                (Some(path), _) => std::fs::read_to_string(&path).map_err(CliError::io(path))?,
+                (None, Some(sql)) => sql,
+                (None, None) if std::io::stdin().is_terminal() => {
+                    return commands::repl(&SqlSession::new(format), &runtime, &mut stdout);
+                }
+                (None, None) => std::io::read_to_string(std::io::stdin()).map_err(CliError::io("<stdin>"))?,
+            };
             runtime.block_on(commands::run_sql(&sql, format, &mut stdout))?;
         }
         Command::Import { format, input, output } => {
@@ -194,6 +198,8 @@ fn main() -> ExitCode {
     arbor::fix_malloc_thresholds();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that stopped reading (`| head`) is not a failure.
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

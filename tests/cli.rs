@@ -472,3 +472,75 @@ fn models_are_byte_identical_at_every_simd_level_and_thread_count() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(!out.status.success() && err.contains("ARBOR_SIMD=\"sse9\"") && err.contains("scalar"), "{err}");
 }
+
+/// Runs `arbor` through `sh` under `umask`, so the test sees the permissions
+/// a user with that umask gets.
+fn arbor_with_umask(umask: &str, args: &[&str]) -> Output {
+    let script = format!("umask {umask}; exec \"$0\" \"$@\"");
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_arbor"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("sh runs")
+}
+
+#[cfg(unix)]
+#[test]
+fn outputs_get_an_ordinary_files_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let train = data("cancer_cls_train.parquet");
+    let test = data("cancer_cls_test.parquet");
+    for (umask, mode) in [("022", 0o644), ("077", 0o600), ("002", 0o664)] {
+        let model = dir.path().join(format!("cancer-{umask}.arbor"));
+        let scored = dir.path().join(format!("scored-{umask}.parquet"));
+        let out = arbor_with_umask(
+            umask,
+            &["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--set", "n_trees=2"],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out =
+            arbor_with_umask(umask, &["predict", "--model", s(&model), "--input", s(&test), "--output", s(&scored)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for file in [&model, &scored] {
+            let actual = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+            assert_eq!(actual, mode, "{} under umask {umask}: {actual:o}", file.display());
+        }
+    }
+}
+
+#[test]
+fn sql_reads_statements_from_standard_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["sql", "--format", "csv"])
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let statements = "CREATE TABLE t AS SELECT 20 AS a;\nSELECT a + 1 AS b\nFROM t;\n";
+    child.stdin.take().unwrap().write_all(statements.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "b\n21\n");
+}
+
+#[test]
+fn a_closed_pipe_ends_the_program_quietly() {
+    // `head` stops reading after one line, long before arbor has written its
+    // megabytes of table: arbor must end without a message or a failure.
+    let script = format!(
+        "\"{}\" sql --command 'SELECT * FROM generate_series(1, 300000)' | head -n 1 >/dev/null; \
+         \"{}\" sql --command 'SELECT * FROM generate_series(1, 300000)' --format csv | head -n 1 >/dev/null",
+        env!("CARGO_BIN_EXE_arbor"),
+        env!("CARGO_BIN_EXE_arbor")
+    );
+    let out = Command::new("bash").args(["-o", "pipefail", "-c", &script]).current_dir(root()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no message");
+    assert!(out.status.success(), "arbor's exit status: {:?}", out.status);
+}

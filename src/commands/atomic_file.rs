@@ -17,11 +17,13 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Starts writing `target` (in its directory, so the rename is atomic).
     pub fn create(target: &Path) -> Result<AtomicFile, CliError> {
-        let temp = tempfile::Builder::new()
-            .prefix(".arbor-")
-            .suffix(".tmp")
-            .tempfile_in(AtomicFile::directory(target))
-            .map_err(CliError::io(target))?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".arbor-").suffix(".tmp");
+        // The finished file gets an ordinary file's permissions (0666 less the
+        // umask), not the owner-only mode of a temporary file.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let temp = builder.tempfile_in(AtomicFile::directory(target)).map_err(CliError::io(target))?;
         Ok(AtomicFile { temp, target: target.to_owned() })
     }
 

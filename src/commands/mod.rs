@@ -6,6 +6,7 @@ mod inspect;
 mod parquet_io;
 mod predict;
 mod progress;
+mod repl;
 mod sql;
 mod train;
 
@@ -13,5 +14,6 @@ pub use atomic_file::AtomicFile;
 pub use import::{import, ImportFormat};
 pub use inspect::{inspect, InspectFormat};
 pub use predict::{predict, PredictArgs};
-pub use sql::{displayable, run_sql, OutputFormat};
+pub use repl::repl;
+pub use sql::{displayable, run_sql, OutputFormat, SqlSession};
 pub use train::{train, TrainArgs};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_datafusion::binary_value;
+use arbor_datafusion::{model_bytes, ModelKind};
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -23,51 +23,78 @@ pub enum OutputFormat {
     Json,
 }
 
-/// Runs every statement of `sql` in order and writes each query's result to `out`.
-pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
-    // Parquet files keep their Arrow field metadata, so a model column read back
-    // from Parquet still tells predict_forest the label's type.
-    let config = SessionConfig::new().set_bool("datafusion.execution.parquet.skip_metadata", false);
-    let ctx = SessionContext::new_with_config(config);
-    arbor_datafusion::register(&ctx);
-    let statements = DFParser::parse_sql(sql).map_err(CliError::DataFusion)?;
-    if statements.is_empty() {
-        return Err(CliError::Usage("no SQL statement to run".into()));
+/// An embedded DataFusion session with arbor's functions, kept across
+/// statements (and, in the interactive shell, across lines).
+pub struct SqlSession {
+    ctx: SessionContext,
+    format: OutputFormat,
+}
+
+impl SqlSession {
+    /// A new session whose query results print in `format`.
+    pub fn new(format: OutputFormat) -> SqlSession {
+        // Parquet files keep their Arrow field metadata (models written by
+        // older arbor versions typed their column there).
+        let config = SessionConfig::new().set_bool("datafusion.execution.parquet.skip_metadata", false);
+        let ctx = SessionContext::new_with_config(config);
+        arbor_datafusion::register(&ctx);
+        SqlSession { ctx, format }
     }
-    for statement in statements {
-        let plan = ctx.state().statement_to_plan(statement).await?;
-        let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
-        let batches: Vec<RecordBatch> = batches.iter().map(displayable).collect::<Result<_, _>>()?;
-        if batches.iter().all(|b| b.num_columns() == 0) {
-            continue;
+
+    /// Runs every statement of `sql` in order, writing each query's result to
+    /// `out`; returns how many statements ran.
+    pub async fn run(&self, sql: &str, out: &mut dyn std::io::Write) -> Result<usize, CliError> {
+        let statements = DFParser::parse_sql(sql).map_err(CliError::DataFusion)?;
+        let count = statements.len();
+        for statement in statements {
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            let batches = self.ctx.execute_logical_plan(plan).await?.collect().await?;
+            let batches: Vec<RecordBatch> = batches.iter().map(displayable).collect::<Result<_, _>>()?;
+            if batches.iter().all(|b| b.num_columns() == 0) {
+                continue;
+            }
+            write_batches(&batches, self.format, out)?;
         }
-        write_batches(&batches, format, out)?;
+        Ok(count)
+    }
+}
+
+/// Runs every statement of `sql` in a new session and writes each query's result to `out`.
+pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
+    if SqlSession::new(format).run(sql, out).await? == 0 {
+        return Err(CliError::Usage("no SQL statement to run".into()));
     }
     Ok(())
 }
 
+/// Writes query results to `out`. CSV and JSON are rendered a batch at a
+/// time and then written, so a failed write (a closed pipe) keeps its cause.
 fn write_batches(batches: &[RecordBatch], format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match format {
         OutputFormat::Table => {
             writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(batches)?).map_err(io)?;
         }
-        OutputFormat::Csv => {
-            let mut writer = arrow::csv::WriterBuilder::new().with_header(true).build(&mut *out);
-            for b in batches {
-                writer.write(b)?;
+        OutputFormat::Csv | OutputFormat::Json => {
+            let mut text = Vec::new();
+            for (i, batch) in batches.iter().enumerate() {
+                text.clear();
+                if format == OutputFormat::Csv {
+                    arrow::csv::WriterBuilder::new().with_header(i == 0).build(&mut text).write(batch)?;
+                } else {
+                    let mut writer = arrow::json::LineDelimitedWriter::new(&mut text);
+                    writer.write(batch)?;
+                    writer.finish()?;
+                }
+                out.write_all(&text).map_err(io)?;
             }
-        }
-        OutputFormat::Json => {
-            let mut writer = arrow::json::LineDelimitedWriter::new(&mut *out);
-            writer.write_batches(&batches.iter().collect::<Vec<_>>())?;
-            writer.finish()?;
         }
     }
     Ok(())
 }
 
-/// The batch with binary columns (models) shown by size, `<N bytes>`, not as pages of hex.
+/// The batch with model columns (and other binary columns) shown by size,
+/// `<N bytes>`, not as pages of hex.
 pub fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
     if !batch.schema().fields().iter().any(|f| is_binary(f.data_type())) {
         return Ok(batch.clone());
@@ -77,7 +104,7 @@ pub fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
         if is_binary(field.data_type()) {
             let sizes: StringArray =
-                (0..column.len()).map(|i| binary_value(column, i).map(|b| format!("<{} bytes>", b.len()))).collect();
+                (0..column.len()).map(|i| model_bytes(column, i).map(|b| format!("<{} bytes>", b.len()))).collect();
             fields.push(Field::new(field.name(), DataType::Utf8, true));
             columns.push(Arc::new(sizes) as ArrayRef);
         } else {
@@ -89,5 +116,5 @@ pub fn displayable(batch: &RecordBatch) -> Result<RecordBatch, CliError> {
 }
 
 fn is_binary(t: &DataType) -> bool {
-    matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView)
+    matches!(ModelKind::of(t), Some(ModelKind::Bytes | ModelKind::Typed(_)))
 }
