@@ -47,7 +47,7 @@ mod predict;
 mod train;
 mod trainer;
 
-pub use data::dataset::{FeatureSpec, NamedColumn, TrainingData};
+pub use data::dataset::{ColumnRoles, FeatureSpec, NamedColumn, TrainingData};
 pub use data::label::{default_task, Classes, LabelInfo, Target};
 pub use error::{ArborError, Result};
 pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
@@ -64,4 +64,5 @@ pub use params::types::{
 pub use predict::Predictions;
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
-pub use trainer::{ColumnRoles, IntoBatches, OnProgress, Trained, Trainer};
+pub use train::Trained;
+pub use trainer::{IntoBatches, OnProgress, Trainer};

@@ -8,31 +8,12 @@ use std::path::Path;
 
 use arrow::array::RecordBatch;
 
-use crate::{ArborError, Model, OutOfBag, Progress, Result, TrainParams, TrainingData};
+use crate::data::dataset::ColumnRoles;
+use crate::train::{fit_borrowed, fit_owned, Trained};
+use crate::{ArborError, Model, Progress, Result, TrainParams, TrainingData};
 
 /// A progress callback: hears of each tree (forest) or round (boosting).
 pub type OnProgress<'a> = &'a (dyn Fn(&Progress) + Sync);
-
-/// Which column is the label, which are features, which holds sample weights.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ColumnRoles {
-    /// The label column.
-    pub label: String,
-    /// The feature columns; `None` means every column but the label and the weight.
-    pub features: Option<Vec<String>>,
-    /// The column of sample weights, if any.
-    pub weight: Option<String>,
-}
-
-/// A model and what training found besides it.
-#[derive(Debug)]
-pub struct Trained {
-    /// The model.
-    pub model: Model,
-    /// Random forests: the out-of-bag results, when `oob`, `oob_per_observation`
-    /// or an MDA importance asked for them.
-    pub out_of_bag: Option<OutOfBag>,
-}
 
 /// Trains a model: [`Trainer::new`] with the parameters, the columns' roles,
 /// then [`Trainer::fit`] on record batches.
@@ -153,7 +134,7 @@ impl<'a> Trainer<'a> {
     /// Trains on prepared data, which stays the caller's (to train again on).
     pub fn fit_data(&self, data: &TrainingData) -> Result<Trained> {
         self.check(data)?;
-        crate::train::fit_borrowed(data, &self.params, self.progress(), self.spill_dir)
+        fit_borrowed(data, &self.params, self.progress(), self.spill_dir)
     }
 
     /// Trains on prepared data, freeing what it can of it as it goes (the raw
@@ -161,7 +142,7 @@ impl<'a> Trainer<'a> {
     /// same model as [`Trainer::fit_data`].
     pub fn fit_owned(&self, data: TrainingData) -> Result<Trained> {
         self.check(&data)?;
-        crate::train::fit_owned(data, &self.params, self.progress(), self.spill_dir)
+        fit_owned(data, &self.params, self.progress(), self.spill_dir)
     }
 
     /// The parameters checked for the data's task, once, before any work.

@@ -9,7 +9,18 @@ use arbor_quantize::{FeatureColumn, FeatureType, NumericValues, QuantizeError};
 
 use crate::data::canonical_order::{canonical_order, SortKey};
 use crate::data::label::{default_task, read_label, LabelInfo, Target};
-use crate::{ArborError, ColumnRoles, Result, Task};
+use crate::{ArborError, Result, Task};
+
+/// Which column is the label, which are features, which holds sample weights.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ColumnRoles {
+    /// The label column.
+    pub label: String,
+    /// The feature columns; `None` means every column but the label and the weight.
+    pub features: Option<Vec<String>>,
+    /// The column of sample weights, if any.
+    pub weight: Option<String>,
+}
 
 /// A column by name, as one array per record batch.
 #[derive(Clone, Debug)]
@@ -58,7 +69,7 @@ impl TrainingData {
     /// Reads training data from record batches of `schema`: the label,
     /// features and weight of `roles`. Each feature's arrays are freed as
     /// soon as the feature is read, so the table and its features are never
-    /// held in full at once. [`crate::Trainer::training_data`] is the public way in.
+    /// held in full at once. `Trainer::training_data` is the public way in.
     pub(crate) fn from_owned_batches(
         schema: &Schema,
         batches: Vec<RecordBatch>,

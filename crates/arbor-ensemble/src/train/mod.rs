@@ -15,12 +15,23 @@ pub(crate) mod progress;
 use std::path::Path;
 
 use crate::data::dataset::TrainingData;
+use crate::model::Model;
 use crate::params::types::{Algorithm, TrainParams};
 use crate::train::boosting::{train_boosting, train_boosting_owned};
 use crate::train::forest::{train_forest, train_forest_owned};
+use crate::train::out_of_bag::OutOfBag;
 use crate::train::progress::Progress;
-use crate::trainer::Trained;
 use crate::Result;
+
+/// A model and what training found besides it.
+#[derive(Debug)]
+pub struct Trained {
+    /// The model.
+    pub model: Model,
+    /// Random forests: the out-of-bag results, when `oob`, `oob_per_observation`
+    /// or an MDA importance asked for them.
+    pub out_of_bag: Option<OutOfBag>,
+}
 
 /// Trains the model `params` ask for on data the caller keeps; `on_progress`
 /// hears of each tree or round. The parameters were checked by the caller.
