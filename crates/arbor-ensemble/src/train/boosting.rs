@@ -56,7 +56,6 @@ fn boost(
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     let task = data.task;
-    params.validate(task)?;
     let bp = &params.boosting;
     let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
     let loss = bp.resolve_loss(task, n_classes)?;

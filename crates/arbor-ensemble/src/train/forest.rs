@@ -74,7 +74,6 @@ fn grow_forest(
     spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
     let task = data.task;
-    params.validate(task)?;
     let fp = &params.forest;
     let n_features = columns.get().len();
     let m = fp.features_per_node(n_features, task)?;
