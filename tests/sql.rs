@@ -7,7 +7,7 @@ use std::process::Command;
 use arbor_datafusion::model_bytes;
 use arbor_ensemble::Model;
 use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, Int64Type};
+use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 fn data(name: &str) -> String {
@@ -298,4 +298,51 @@ async fn a_cached_model_never_answers_for_other_bytes() {
     assert!(err.contains("checksum"), "{err}");
     let err = query_err(&ctx, "SELECT forest_info(m) FROM bad").await;
     assert!(err.contains("checksum"), "{err}");
+}
+
+/// Model columns written before the typed struct (bare `BinaryView` with the
+/// prediction type in field metadata) still predict: typed from the metadata
+/// where the session reads it (`arbor sql` does), as text where it does not.
+#[tokio::test]
+async fn model_columns_written_before_the_struct_still_predict() {
+    use arrow::array::{ArrayRef, BinaryViewArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    let ctx = session(1, 8192).await;
+    let sample = "(SELECT * FROM flights_train LIMIT 3000)";
+    let train = format!("SELECT train_forest(label, dep_delay, carrier, 'n_trees=3') AS m FROM {sample}");
+    let bytes = model_bytes(query(&ctx, &train).await[0].column(0), 0).unwrap().to_vec();
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old_models.parquet");
+    let metadata = [("arbor.prediction_type".to_owned(), "Int32".to_owned())].into();
+    let schema = Arc::new(Schema::new(vec![Field::new("forest", DataType::BinaryView, true).with_metadata(metadata)]));
+    let column = Arc::new(BinaryViewArray::from(vec![bytes.as_slice()])) as ArrayRef;
+    let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&old).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+
+    let score = "SELECT arrow_typeof(predict_forest(o.forest, t.dep_delay, t.carrier)) AS t, \
+                 CAST(predict_forest(o.forest, t.dep_delay, t.carrier) AS INT) AS p FROM old o, \
+                 (SELECT * FROM flights_test LIMIT 500) t";
+    let reference = format!(
+        "SELECT predict_forest(X'{}', t.dep_delay, t.carrier) AS p FROM (SELECT * FROM flights_test LIMIT 500) t",
+        hex(&bytes)
+    );
+    let expected = query(&ctx, &reference).await;
+    for (skip_metadata, typed) in [(false, "Int32"), (true, "Utf8")] {
+        let config = SessionConfig::new().set_bool("datafusion.execution.parquet.skip_metadata", skip_metadata);
+        let reader = SessionContext::new_with_config(config);
+        arbor_datafusion::register(&reader);
+        reader.register_parquet("old", old.to_str().unwrap(), Default::default()).await.unwrap();
+        reader.register_parquet("flights_test", &data("flights_cls_test.parquet"), Default::default()).await.unwrap();
+        let got = query(&reader, score).await;
+        assert_eq!(got[0].column(0).as_string::<i32>().value(0), typed, "skip_metadata={skip_metadata}");
+        let got: Vec<i32> =
+            got.iter().flat_map(|b| b.column(1).as_primitive::<Int32Type>().values().to_vec()).collect();
+        let want: Vec<i32> =
+            expected.iter().flat_map(|b| b.column(0).as_primitive::<Int32Type>().values().to_vec()).collect();
+        assert_eq!(got, want, "skip_metadata={skip_metadata}");
+    }
 }
