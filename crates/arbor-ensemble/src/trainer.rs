@@ -4,12 +4,13 @@
 //! set key by key, or written as a struct literal), they are checked once,
 //! here, before any work: nothing reaches training unchecked.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
 
 use crate::data::dataset::ColumnRoles;
-use crate::train::{fit_borrowed, fit_owned, Trained};
+use crate::train::{fit, Trained};
 use crate::{ArborError, Model, Progress, Result, TrainParams, TrainingData};
 
 /// A progress callback: hears of each tree (forest) or round (boosting).
@@ -134,7 +135,7 @@ impl<'a> Trainer<'a> {
     /// Trains on prepared data, which stays the caller's (to train again on).
     pub fn fit_data(&self, data: &TrainingData) -> Result<Trained> {
         self.check(data)?;
-        fit_borrowed(data, &self.params, self.progress(), self.spill_dir)
+        fit(Cow::Borrowed(data), &self.params, self.progress(), self.spill_dir)
     }
 
     /// Trains on prepared data, freeing what it can of it as it goes (the raw
@@ -142,7 +143,7 @@ impl<'a> Trainer<'a> {
     /// same model as [`Trainer::fit_data`].
     pub fn fit_owned(&self, data: TrainingData) -> Result<Trained> {
         self.check(&data)?;
-        fit_owned(data, &self.params, self.progress(), self.spill_dir)
+        fit(Cow::Owned(data), &self.params, self.progress(), self.spill_dir)
     }
 
     /// The parameters checked for the data's task, once, before any work.

@@ -25,28 +25,25 @@ use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, Train
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
 const VALIDATION_STREAM: usize = usize::MAX;
 
-/// Trains gradient boosted trees; `on_progress` hears of every round.
+/// Trains gradient boosted trees; `on_progress` hears of every round. Data
+/// handed over (`Cow::Owned`) is freed as training goes: the raw feature
+/// columns once binned, and rows the trees did not grow on (held out, not
+/// sampled) walk each tree on stand-in values of their bins instead. The
+/// model bytes are the same either way.
 pub(crate) fn train_boosting(
-    data: &TrainingData,
+    data: Cow<'_, TrainingData>,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
-    boost(data, RawColumns::Borrowed(&data.columns), params, on_progress)
-}
-
-/// [`train_boosting`] for a caller done with the data: the raw feature
-/// columns are freed once binned, and rows the trees did not grow on (held
-/// out, not sampled) walk each tree on stand-in values of their bins
-/// instead. The model bytes are the same.
-pub(crate) fn train_boosting_owned(
-    mut data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<Model> {
-    let columns = std::mem::take(&mut data.columns);
-    // Boosting reports nothing per input row, so it needs no way back to input order.
-    data.input_row = Vec::new();
-    boost(&data, RawColumns::Owned(columns), params, on_progress)
+    match data {
+        Cow::Borrowed(data) => boost(data, RawColumns::Borrowed(&data.columns), params, on_progress),
+        Cow::Owned(mut data) => {
+            let columns = std::mem::take(&mut data.columns);
+            // Boosting reports nothing per input row, so it needs no way back to input order.
+            data.input_row = Vec::new();
+            boost(&data, RawColumns::Owned(columns), params, on_progress)
+        }
+    }
 }
 
 fn boost(

@@ -36,34 +36,29 @@ pub(crate) fn tree_rng(seed: u64, index: usize) -> ChaCha8Rng {
     rng
 }
 
-/// Trains a random forest on data the caller keeps; with `spill_dir`,
-/// finished trees wait in an unnamed temporary file there instead of in
-/// memory. Returns, besides the model, its out-of-bag results when `oob`,
-/// `oob_per_observation` or an MDA importance asked for them.
+/// Trains a random forest; with `spill_dir`, finished trees wait in an
+/// unnamed temporary file there instead of in memory. Returns, besides the
+/// model, its out-of-bag results when `oob`, `oob_per_observation` or an MDA
+/// importance asked for them. Data handed over (`Cow::Owned`) is freed as
+/// training goes: unless out-of-bag results or an MDA importance walk the raw
+/// values, the raw feature columns go once binned. The same model either way.
 pub(crate) fn train_forest(
-    data: &TrainingData,
+    data: Cow<'_, TrainingData>,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
-    grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress, spill_dir)
-}
-
-/// [`train_forest`] on data no one reads after: unless out-of-bag results
-/// or an MDA importance walk the raw values, the raw feature columns are
-/// freed once binned. The same model.
-pub(crate) fn train_forest_owned(
-    mut data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-    spill_dir: Option<&Path>,
-) -> Result<(Model, Option<OutOfBag>)> {
-    let columns = std::mem::take(&mut data.columns);
-    // Only per-row out-of-bag results are put back into input order.
-    if !params.forest.oob_per_observation {
-        data.input_row = Vec::new();
+    match data {
+        Cow::Borrowed(data) => grow_forest(data, RawColumns::Borrowed(&data.columns), params, on_progress, spill_dir),
+        Cow::Owned(mut data) => {
+            let columns = std::mem::take(&mut data.columns);
+            // Only per-row out-of-bag results are put back into input order.
+            if !params.forest.oob_per_observation {
+                data.input_row = Vec::new();
+            }
+            grow_forest(&data, RawColumns::Owned(columns), params, on_progress, spill_dir)
+        }
     }
-    grow_forest(&data, RawColumns::Owned(columns), params, on_progress, spill_dir)
 }
 
 fn grow_forest(

@@ -12,13 +12,14 @@ pub(crate) mod loss;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::data::dataset::TrainingData;
 use crate::model::Model;
 use crate::params::types::{Algorithm, TrainParams};
-use crate::train::boosting::{train_boosting, train_boosting_owned};
-use crate::train::forest::{train_forest, train_forest_owned};
+use crate::train::boosting::train_boosting;
+use crate::train::forest::train_forest;
 use crate::train::out_of_bag::OutOfBag;
 use crate::train::progress::Progress;
 use crate::Result;
@@ -33,10 +34,11 @@ pub struct Trained {
     pub out_of_bag: Option<OutOfBag>,
 }
 
-/// Trains the model `params` ask for on data the caller keeps; `on_progress`
-/// hears of each tree or round. The parameters were checked by the caller.
-pub(crate) fn fit_borrowed(
-    data: &TrainingData,
+/// Trains the model `params` ask for; `on_progress` hears of each tree or
+/// round. Data handed over (`Cow::Owned`) is freed as training goes; the
+/// model is the same either way. The parameters were checked by the caller.
+pub(crate) fn fit(
+    data: Cow<'_, TrainingData>,
     params: &TrainParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
@@ -47,25 +49,5 @@ pub(crate) fn fit_borrowed(
             Trained { model, out_of_bag }
         }
         Algorithm::GradientBoosting => Trained { model: train_boosting(data, params, on_progress)?, out_of_bag: None },
-    })
-}
-
-/// [`fit_borrowed`] for a caller done with the data, which training frees as
-/// it goes (the raw feature columns, once binned, unless out-of-bag results
-/// need them). The same model.
-pub(crate) fn fit_owned(
-    data: TrainingData,
-    params: &TrainParams,
-    on_progress: &(dyn Fn(&Progress) + Sync),
-    spill_dir: Option<&Path>,
-) -> Result<Trained> {
-    Ok(match params.algorithm.0 {
-        Algorithm::RandomForest => {
-            let (model, out_of_bag) = train_forest_owned(data, params, on_progress, spill_dir)?;
-            Trained { model, out_of_bag }
-        }
-        Algorithm::GradientBoosting => {
-            Trained { model: train_boosting_owned(data, params, on_progress)?, out_of_bag: None }
-        }
     })
 }
