@@ -145,7 +145,7 @@ impl PredictForest {
                 }
             }
             PredictOutput::Probabilities => {
-                let proba = model.proba_array(&predictions).exec(self.name())?;
+                let proba = model.proba_array(predictions).exec(self.name())?;
                 let width = proba.value_length() as usize;
                 let values = proba.values().clone();
                 let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, proba.len()));

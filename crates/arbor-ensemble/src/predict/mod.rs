@@ -233,7 +233,7 @@ impl Model {
     /// one list of values per row in the order of [`Model::class_names`];
     /// an error for a regression model.
     pub fn predict_proba(&self, batch: &RecordBatch) -> Result<FixedSizeListArray> {
-        self.proba_array(&self.score(batch)?)
+        self.proba_array(self.score(batch)?)
     }
 
     /// Scores raw feature values (column-major, NaN for missing; categories
@@ -354,15 +354,15 @@ impl Model {
         }
     }
 
-    /// The probabilities as one fixed-size list per row, in class order; an
-    /// error for a regression model.
-    pub fn proba_array(&self, predictions: &Predictions) -> Result<FixedSizeListArray> {
+    /// The probabilities as one fixed-size list per row, in class order (the
+    /// outputs move into the array, uncopied); an error for a regression model.
+    pub fn proba_array(&self, predictions: Predictions) -> Result<FixedSizeListArray> {
         if self.task != Task::Classification {
             return Err(ArborError::Data("the model is a regression model; it has no class probabilities".into()));
         }
         let width = i32::try_from(predictions.width)
             .map_err(|_| ArborError::Data(format!("{} classes are too many for a list", predictions.width)))?;
-        let values = Arc::new(Float64Array::from(predictions.values.clone()));
+        let values = Arc::new(Float64Array::from(predictions.values));
         Ok(FixedSizeListArray::try_new(Arc::new(Field::new_list_field(DataType::Float64, false)), width, values, None)?)
     }
 
