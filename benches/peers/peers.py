@@ -13,12 +13,16 @@ Options: --dataset flights_cls|diamonds_reg|digits_cls|cancer_cls|all,
 --algorithm random-forest|gradient-boosting|both, --peers sklearn,sklearnex,lightgbm,xgboost,
 --repeat N (median of N runs), --json FILE, --arbor PATH (default target/release/arbor).
 
-arbor is timed as two whole processes (`arbor train`, `arbor predict`: Parquet
-read and write included); peers are timed in-process around fit() and
-predict_proba()/predict() on data already in memory. The ratios are therefore
+arbor is timed twice. As two whole processes (`arbor train`, `arbor predict`:
+Parquet read and write included), against peers timed in-process around fit()
+and predict_proba()/predict() on data already in memory: those ratios are
 conservative for arbor. `arbor predict` also reports the time it spent scoring
 (its batches in memory to predictions, the model already loaded): the
-"in-process" columns hold that figure and its ratio, the peers' like for like.
+"in-process" columns hold that figure and its ratio. And in process through
+the Python package (library "arbor-py", `--python-package`, on by default when
+`import arbor` works): its estimators' fit() and predict_proba()/predict() on
+the same data in memory (pyarrow tables), like for like with the peers; the
+"arbor-py/peer" columns hold those ratios.
 """
 import re
 import argparse
@@ -36,6 +40,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
+# arbor's Python package trains on rayon's pool: the same two threads as everyone.
+os.environ.setdefault("RAYON_NUM_THREADS", "2")
 DATASETS = ["flights_cls", "diamonds_reg", "digits_cls", "cancer_cls"]
 THREADS = 2
 RF, GB = "random-forest", "gradient-boosting"
@@ -196,6 +202,39 @@ def run_arbor(binary, name, algo, task, repeat):
     return *times, metrics(task, y, pred=pred, proba=proba, classes=classes)
 
 
+def run_arbor_python(name, algo, task, repeat):
+    """arbor in process through its Python package, on pyarrow tables in memory."""
+    import arbor
+
+    cls = task == "classification"
+    train = pq.read_table(ROOT / "data" / f"{name}_train.parquet")
+    test = pq.read_table(ROOT / "data" / f"{name}_test.parquet")
+    xtr, ytr = train.drop_columns(["label"]), train.column("label")
+    xte, yte = test.drop_columns(["label"]), test.column("label").to_numpy()
+    options = dict(kv.split("=") for kv in arbor_settings(algo, task))
+    if algo == RF:
+        make = arbor.RandomForestClassifier if cls else arbor.RandomForestRegressor
+        settings = dict(n_trees=int(options["n_trees"]), max_features=options["max_features"],
+                        min_samples_leaf=int(options["min_samples_leaf"]), max_bins=int(options["max_bins"]))
+    else:
+        make = arbor.GradientBoostingClassifier if cls else arbor.GradientBoostingRegressor
+        settings = dict(n_rounds=int(options["n_rounds"]), max_depth=int(options["max_depth"]),
+                        learning_rate=float(options["learning_rate"]), lambda_=float(options["lambda"]),
+                        min_samples_leaf=int(options["min_samples_leaf"]), max_bins=int(options["max_bins"]))
+    fits, preds = [], []
+    for _ in range(repeat):
+        model = make(**settings)
+        t0 = time.perf_counter()
+        model.fit(xtr, ytr)
+        t1 = time.perf_counter()
+        out = model.predict_proba(xte) if cls else model.predict(xte)
+        t2 = time.perf_counter()
+        fits.append(t1 - t0)
+        preds.append(t2 - t1)
+    m = metrics(task, yte, proba=out, classes=model.classes_) if cls else metrics(task, yte, pred=out)
+    return statistics.median(fits), statistics.median(preds), m
+
+
 # ---------------------------------------------------------------- driver
 def available(libs):
     ok = []
@@ -214,7 +253,8 @@ def fmt(v, spec):
 
 def print_table(rows):
     head = ["dataset", "model", "library", "train s", "predict s", "in-process predict s", "accuracy", "AUC", "RMSE",
-            "arbor/peer train", "arbor/peer predict", "in-process arbor/peer predict"]
+            "arbor/peer train", "arbor/peer predict", "in-process arbor/peer predict",
+            "arbor-py/peer train", "arbor-py/peer predict"]
     lines = [head]
     for r in rows:
         m = r.get("metrics", {})
@@ -224,7 +264,8 @@ def print_table(rows):
                       failed or fmt(r.get("scoring_s", r.get("predict_s")), ".3f"),
                       fmt(m.get("accuracy"), ".4f"), fmt(m.get("auc"), ".4f"), fmt(m.get("rmse"), ".4f"),
                       fmt(r.get("train_ratio"), ".2f"), fmt(r.get("predict_ratio"), ".2f"),
-                      fmt(r.get("scoring_ratio"), ".2f")])
+                      fmt(r.get("scoring_ratio"), ".2f"), fmt(r.get("py_train_ratio"), ".2f"),
+                      fmt(r.get("py_predict_ratio"), ".2f")])
     widths = [max(len(str(l[i])) for l in lines) for i in range(len(head))]
     for i, l in enumerate(lines):
         print("  ".join(str(c).ljust(w) if j < 3 else str(c).rjust(w) for j, (c, w) in enumerate(zip(l, widths))))
@@ -240,7 +281,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--arbor", default=str(ROOT / "target" / "release" / "arbor"))
+    ap.add_argument("--python-package", default="auto", choices=["auto", "yes", "no"],
+                    help="also time arbor in process through `import arbor` (auto: when it imports)")
     args = ap.parse_args()
+    use_python = args.python_package == "yes" or (args.python_package == "auto" and available(["arbor"]))
     peers = available([p.strip() for p in args.peers.split(",") if p.strip()])
     rows = []
     for name in DATASETS if args.dataset == "all" else [args.dataset]:
@@ -256,6 +300,17 @@ def main():
                 print(f"   arbor failed: {e}")
                 arbor = dict(dataset=name, algorithm=algo, library="arbor", error=str(e))
             rows.append(arbor)
+            in_process = None
+            if use_python:
+                try:
+                    fit_s, pred_s, m = run_arbor_python(name, algo, task, args.repeat)
+                    in_process = dict(dataset=name, algorithm=algo, library="arbor-py", train_s=fit_s,
+                                      predict_s=pred_s, metrics=m)
+                    print(f"   arbor-py: train {fit_s:.3f} s, predict {pred_s:.3f} s, {m}", flush=True)
+                except Exception as e:  # noqa: BLE001 - report and go on with the peers
+                    print(f"   arbor-py failed: {type(e).__name__}: {e}")
+                    in_process = dict(dataset=name, algorithm=algo, library="arbor-py", error=str(e))
+                rows.append(in_process)
             for lib in [p for p in peers if p in PEERS_FOR[algo]]:
                 try:
                     fit_s, pred_s, m = run_peer(lib, algo, (train, test, cats, task), args.repeat)
@@ -268,6 +323,9 @@ def main():
                     row["train_ratio"] = arbor["train_s"] / fit_s
                     row["predict_ratio"] = arbor["predict_s"] / pred_s
                     row["scoring_ratio"] = arbor["scoring_s"] / pred_s
+                if in_process and "train_s" in in_process:
+                    row["py_train_ratio"] = in_process["train_s"] / fit_s
+                    row["py_predict_ratio"] = in_process["predict_s"] / pred_s
                 rows.append(row)
                 print(f"   {lib}: train {fit_s:.3f} s, predict {pred_s:.3f} s, {m}", flush=True)
     print()
@@ -280,6 +338,8 @@ def main():
     print("so the ratios (arbor time / peer time; below 1 = arbor faster) are conservative for arbor.")
     print("'in-process predict s' is, for arbor, the scoring time `arbor predict` reports (batches in memory to")
     print("predictions, model loaded), and for the peers their predict time again: that ratio is like for like.")
+    print("'arbor-py' is arbor in process through its Python package (fit / predict_proba on pyarrow tables in")
+    print("memory); the 'arbor-py/peer' ratios are like for like with the peers, training included.")
     if args.json:
         args.json.write_text(json.dumps({"threads": THREADS, "repeat": args.repeat, "python": sys.version.split()[0],
                                          "rows": rows}, indent=2))

@@ -7,15 +7,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use arbor_ensemble::{default_task, NamedColumn, Task, TrainParams, Trainer, TrainingData, OPTION_KEYS};
-use arrow::array::{Array, ArrayRef, AsArray, ListArray};
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
-use arrow::datatypes::{DataType, Field, FieldRef};
+use arrow::datatypes::{DataType, Field, FieldRef, Schema};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Signature, Volatility};
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, ColumnarValue, Documentation, Signature, Volatility};
 use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::PhysicalExpr;
 
 use crate::error::FunctionError;
 use crate::model_column::{model_scalar, model_type};
@@ -133,8 +134,8 @@ impl AggregateUDFImpl for TrainForest {
         let mut n_data = args.exprs.len();
         let mut params = TrainParams::default();
         let mut weight_name = None;
-        if let Some(literal) = args.exprs.last().and_then(|e| e.downcast_ref::<Literal>()) {
-            match literal.value() {
+        if let Some(options) = args.exprs.last().and_then(|e| constant(e, args.schema)) {
+            match &options {
                 ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
                     // `weight` is SQL's own key: it names the argument that holds the weights.
                     for (key, value) in TrainParams::option_pairs(s).plan(NAME)? {
@@ -269,6 +270,21 @@ impl ColumnChunks {
             .map(|a| a.to_data().get_slice_memory_size().unwrap_or_else(|_| a.get_array_memory_size()))
             .sum();
         chunks + pending + (self.chunks.capacity() + self.pending.capacity()) * std::mem::size_of::<ArrayRef>()
+    }
+}
+
+/// The value of a constant argument: a literal, or (where the expression
+/// arrives wrapped, as through the DataFusion FFI from datafusion-python) an
+/// expression that evaluates to a scalar without reading any row. A column
+/// evaluates to an array, so it is never taken for options.
+fn constant(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<ScalarValue> {
+    if let Some(literal) = expr.downcast_ref::<Literal>() {
+        return Some(literal.value().clone());
+    }
+    let empty = RecordBatch::new_empty(Arc::new(schema.clone()));
+    match expr.evaluate(&empty) {
+        Ok(ColumnarValue::Scalar(value)) => Some(value),
+        _ => None,
     }
 }
 

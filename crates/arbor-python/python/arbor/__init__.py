@@ -1,0 +1,29 @@
+"""arbor: decision forests natively on Apache Arrow.
+
+scikit-learn estimators over pyarrow, pandas, polars and NumPy data
+(``RandomForestClassifier``, ``RandomForestRegressor``,
+``GradientBoostingClassifier``, ``GradientBoostingRegressor``), ``Model`` for
+arbor's model files (the same bytes as the ``arbor`` command line and SQL), and
+``register(ctx)``, which gives a datafusion-python ``SessionContext`` arbor's
+SQL functions (``train_forest``, ``predict_forest``, ...).
+"""
+
+from arbor._arbor import OPTION_KEYS, Model, __version__
+from arbor.estimators import (
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from arbor.sql import register
+
+__all__ = [
+    "OPTION_KEYS",
+    "GradientBoostingClassifier",
+    "GradientBoostingRegressor",
+    "Model",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
+    "__version__",
+    "register",
+]

@@ -1,0 +1,340 @@
+"""scikit-learn estimators over arbor's forests and boosted ensembles.
+
+Parameters are arbor's option names (``DESIGN.md``, ``arbor train --set``,
+SQL's options), written out as keyword arguments so that ``get_params``,
+``set_params`` and ``clone`` see them; the defaults are arbor's (``None``
+where arbor's default depends on the task), and only parameters that differ
+from their default reach arbor, as only the keys written reach ``arbor train``. The one rename is ``lambda_`` for
+boosting's ``lambda`` (a Python keyword). A fitted estimator holds an
+``arbor.Model`` in ``model_``: the same bytes the command line and SQL make
+from the same rows and options, and pickling goes through those bytes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pyarrow as pa
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import assert_all_finite
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from arbor import _arbor, arrow_data
+
+
+def _option_value(value) -> str:
+    """A Python parameter value as arbor's option text."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, float | np.floating):
+        return repr(float(value))
+    return str(value)
+
+
+def _unique_name(preferred: str | None, fallback: str, taken: set[str]) -> str:
+    """A column name for the label or weights that no feature has."""
+    name = preferred if preferred and preferred not in taken else fallback
+    while name in taken:
+        name += "_"
+    return name
+
+
+class _ArborEstimator(BaseEstimator):
+    """What every arbor estimator shares: options, data checks, fit, predict."""
+
+    _algorithm: str
+    _task: str
+
+    def _options(self) -> list[tuple[str, str]]:
+        """The options given: parameters that differ from their default, as
+        ``arbor train --set`` gets only the keys a user writes (arbor checks
+        given keys against each other, e.g. ``validation_fraction`` needs
+        ``early_stopping_rounds``)."""
+        defaults = {
+            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items() if name != "self"
+        }
+        options = [("algorithm", self._algorithm), ("task", self._task)]
+        for name, value in self.get_params(deep=False).items():
+            default = defaults.get(name)
+            if value is None or (type(value) is type(default) and value == default):
+                continue
+            options.append(("lambda" if name == "lambda_" else name, _option_value(value)))
+        return options
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "model_")
+
+    # -- data -------------------------------------------------------------
+
+    def _features(self, X, *, reset: bool) -> pa.Table | pa.RecordBatch:
+        """``X`` as Arrow, checked against (or recording) the fitted features."""
+        name = type(self).__name__
+        data, names = arrow_data.features(X, name)
+        n = data.num_columns
+        if reset:
+            self.n_features_in_ = n
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return data
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is not None:
+            missing = [f for f in fitted if f not in names]
+            if missing:
+                msg = (
+                    "The feature names should match those that were passed during fit.\n"
+                    f"Feature names seen at fit time, yet now missing: {', '.join(missing)}"
+                )
+                raise ValueError(msg)
+            return data
+        if n != self.n_features_in_:
+            msg = f"X has {n} features, but {name} is expecting {self.n_features_in_} features as input."
+            raise ValueError(msg)
+        if fitted is not None:
+            warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names", UserWarning)
+            return data.rename_columns(list(fitted))
+        if names is not None:
+            warnings.warn(f"X has feature names, but {name} was fitted without feature names", UserWarning)
+            return data.rename_columns([f"x{j}" for j in range(n)])
+        return data
+
+    def _label(self, y) -> pa.Array:
+        raise NotImplementedError
+
+    def fit(self, X, y, sample_weight=None):
+        """Trains on ``X`` (pyarrow, pandas, polars or NumPy; strings are
+        categorical, NaN/None missing) against ``y``, weighting rows by
+        ``sample_weight``. The GIL is released while arbor trains."""
+        data = self._features(X, reset=True)
+        label = self._label(y)
+        rows = data.num_rows
+        if len(label) != rows:
+            msg = f"Found input variables with inconsistent numbers of samples: [{rows}, {len(label)}]"
+            raise ValueError(msg)
+        taken = set(data.schema.names)
+        label_name = _unique_name(arrow_data.series_name(y), "label", taken)
+        weight = None
+        if sample_weight is not None:
+            weight = np.asarray(sample_weight, dtype=np.float64)
+            if weight.ndim == 0:
+                weight = np.full(rows, float(weight))
+            if weight.shape != (rows,):
+                msg = f"sample_weight has shape {weight.shape}; expected ({rows},)"
+                raise ValueError(msg)
+            weight = pa.array(weight)
+        weight_name = _unique_name("weight", "weight", taken | {label_name})
+        self.model_ = _arbor.train(
+            data,
+            label,
+            options=self._options(),
+            weight=weight,
+            label_name=label_name,
+            weight_name=weight_name,
+        )
+        self._after_fit(label)
+        return self
+
+    def _after_fit(self, label: pa.Array) -> None:
+        pass
+
+    def predict(self, X) -> np.ndarray:
+        """Predictions for every row of ``X``, as a NumPy array (classes as in ``classes_``)."""
+        check_is_fitted(self)
+        data = self._features(X, reset=False)
+        return self.model_.predict(data).to_numpy(zero_copy_only=False)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """The model's feature importances (``importance`` option), in feature order."""
+        check_is_fitted(self)
+        importance = self.model_.importance
+        if importance is None:
+            msg = "feature importances were not computed (importance=none)"
+            raise AttributeError(msg)
+        return np.asarray(importance)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if "model_" in state:
+            state["model_"] = bytes(state["model_"])
+        return state
+
+    def __setstate__(self, state):
+        if "model_" in state:
+            state["model_"] = _arbor.Model.from_bytes(state["model_"])
+        self.__dict__.update(state)
+
+
+class _Classifier(ClassifierMixin, _ArborEstimator):
+    _task = "classification"
+
+    def _label(self, y) -> pa.Array:
+        values = column_or_1d(np.asarray(y), warn=True)
+        check_classification_targets(values)
+        if values.dtype.kind == "f":
+            values = values.astype(np.int64)
+        return pa.array(values)
+
+    def _after_fit(self, label: pa.Array) -> None:
+        self.classes_ = self.model_.classes.to_numpy(zero_copy_only=False)
+        if getattr(self, "oob", None):
+            self.oob_score_ = 1.0 - self.model_.oob_error
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, one row per row of ``X``, columns in ``classes_`` order."""
+        check_is_fitted(self)
+        data = self._features(X, reset=False)
+        proba = self.model_.predict_proba(data)
+        width = len(self.classes_)
+        return proba.flatten().to_numpy(zero_copy_only=False).reshape(len(proba), width)
+
+
+class _Regressor(RegressorMixin, _ArborEstimator):
+    _task = "regression"
+
+    def _label(self, y) -> pa.Array:
+        values = column_or_1d(np.asarray(y), warn=True)
+        if values.dtype.kind not in "iuf":
+            try:
+                values = values.astype(np.float64)
+            except (TypeError, ValueError) as e:
+                msg = f"regression needs a numeric label; got {values.dtype}"
+                raise ValueError(msg) from e
+        assert_all_finite(values, input_name="y")
+        return pa.array(values)
+
+    def _after_fit(self, label: pa.Array) -> None:
+        if getattr(self, "oob", None):
+            y = label.to_numpy(zero_copy_only=False).astype(np.float64)
+            variance = float(np.var(y))
+            self.oob_score_ = 1.0 - self.model_.oob_error / variance if variance > 0 else float("nan")
+
+
+class _Forest(_ArborEstimator):
+    """A random forest's parameters (seeds 000-003), by arbor's names."""
+
+    _algorithm = "random-forest"
+
+    def __init__(
+        self,
+        n_trees=100,
+        *,
+        max_features=None,
+        bootstrap=True,
+        sample_fraction=1.0,
+        split_method="hist",
+        splitter="best",
+        max_bins=256,
+        min_bin_size=5,
+        max_depth=0,
+        max_leaf_nodes=0,
+        min_samples_leaf=None,
+        min_samples_split=2,
+        min_samples_category=10,
+        min_weight_fraction_leaf=0.0,
+        impurity_threshold=0.0,
+        min_impurity_decrease=0.0,
+        criterion=None,
+        voting="weighted",
+        oob=False,
+        importance="mdi",
+        seed=777,
+    ):
+        self.n_trees = n_trees
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.sample_fraction = sample_fraction
+        self.split_method = split_method
+        self.splitter = splitter
+        self.max_bins = max_bins
+        self.min_bin_size = min_bin_size
+        self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_samples_leaf = min_samples_leaf
+        self.min_samples_split = min_samples_split
+        self.min_samples_category = min_samples_category
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.impurity_threshold = impurity_threshold
+        self.min_impurity_decrease = min_impurity_decrease
+        self.criterion = criterion
+        self.voting = voting
+        self.oob = oob
+        self.importance = importance
+        self.seed = seed
+
+
+class _Boosting(_ArborEstimator):
+    """Gradient boosting's parameters (seed 004), by arbor's names (``lambda_`` is ``lambda``)."""
+
+    _algorithm = "gradient-boosting"
+
+    def __init__(
+        self,
+        n_rounds=50,
+        *,
+        max_depth=6,
+        learning_rate=0.3,
+        min_split_loss=0.0,
+        lambda_=1.0,
+        sample_fraction=1.0,
+        max_features=None,
+        min_samples_leaf=5,
+        min_samples_category=10,
+        split_method="hist",
+        max_bins=256,
+        min_bin_size=5,
+        loss=None,
+        early_stopping_rounds=0,
+        validation_fraction=0.1,
+        importance="mdi",
+        seed=777,
+    ):
+        self.n_rounds = n_rounds
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_split_loss = min_split_loss
+        self.lambda_ = lambda_
+        self.sample_fraction = sample_fraction
+        self.max_features = max_features
+        self.min_samples_leaf = min_samples_leaf
+        self.min_samples_category = min_samples_category
+        self.split_method = split_method
+        self.max_bins = max_bins
+        self.min_bin_size = min_bin_size
+        self.loss = loss
+        self.early_stopping_rounds = early_stopping_rounds
+        self.validation_fraction = validation_fraction
+        self.importance = importance
+        self.seed = seed
+
+
+class RandomForestClassifier(_Classifier, _Forest):
+    """Random forest classification (oneDAL's decision forest; arbor's defaults).
+
+    ``oob=True`` sets ``oob_score_`` (out-of-bag accuracy).
+    """
+
+
+class RandomForestRegressor(_Regressor, _Forest):
+    """Random forest regression (oneDAL's decision forest; arbor's defaults).
+
+    ``oob=True`` sets ``oob_score_``: the out-of-bag R², from arbor's
+    out-of-bag mean squared error and the variance of ``y``.
+    """
+
+
+class GradientBoostingClassifier(_Classifier, _Boosting):
+    """Gradient boosted trees for classification (logistic for two classes, softmax for more)."""
+
+
+class GradientBoostingRegressor(_Regressor, _Boosting):
+    """Gradient boosted trees for regression (squared loss unless ``loss`` says otherwise)."""

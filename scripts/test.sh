@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every test of arbor: Rust (unit, integration, SQL logic, command line) and
+# Python (the package built from this checkout, in a virtual environment of
+# its own under target/). Needs the Rust toolchain and a Python >= 3.10 with
+# venv; the Python packages come from PyPI the first time.
+#
+#   scripts/test.sh              everything
+#   ARBOR_TESTS=rust scripts/test.sh     only cargo test
+#   ARBOR_TESTS=python scripts/test.sh   only the Python package's tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what="${ARBOR_TESTS:-all}"
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+
+if [[ "$what" != python ]]; then
+    echo "== cargo test"
+    cargo test --workspace --locked
+fi
+
+if [[ "$what" != rust ]]; then
+    echo "== Python package"
+    venv="${ARBOR_VENV:-$target/python-venv}"
+    python="${PYTHON:-python3}"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        "$python" -m venv "$venv"
+    fi
+    export VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
+    pip install --quiet --disable-pip-version-check -r crates/arbor-python/requirements-test.txt
+    # A debug build in the shared target directory: the dependencies cargo
+    # test compiled are reused.
+    maturin develop --quiet --manifest-path crates/arbor-python/Cargo.toml
+    # The command line the tests compare with (cargo test builds it).
+    [[ -x "$target/debug/arbor" ]] || cargo build --locked --bin arbor
+    ARBOR_BIN="$target/debug/arbor" python -m pytest -q -p no:cacheprovider crates/arbor-python/tests
+fi
