@@ -217,6 +217,58 @@ fn string_labels_and_missing_values() {
     assert_eq!(json["skipped_null_labels"], 1);
 }
 
+/// A label of a single class trains a working model, forest or boosted, that
+/// predicts that class with probability 1; `train` warns in one line, and
+/// `inspect` says so too.
+#[test]
+fn a_single_class_file_trains_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let flights = read(&data("flights_cls_train.parquet")).slice(0, 2_000);
+    let one = with_column(&flights, "label", Arc::new(Int64Array::from(vec![0; flights.num_rows()])));
+    let train = dir.path().join("one.parquet");
+    write(&train, &one);
+    let test = data("flights_cls_test.parquet");
+    let warning =
+        "warning: label 'label' held a single class ('0') in training: the model predicts '0' for every row, \
+                   with probability 1";
+    for algorithm in ["random-forest", "gradient-boosting"] {
+        let model = dir.path().join(format!("{algorithm}.arbor"));
+        let out = arbor(
+            &["train", "--input", s(&train), "--label", "label", "--output", s(&model)]
+                .into_iter()
+                .chain([
+                    "--algorithm",
+                    algorithm,
+                    "--set",
+                    if algorithm == "random-forest" { "n_trees=3" } else { "n_rounds=3" },
+                ])
+                .collect::<Vec<_>>(),
+        );
+        assert!(out.status.success(), "{algorithm}: {}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{algorithm}: one warning line, then the report: {stderr}");
+        assert_eq!(lines[0], warning, "{algorithm}");
+        assert!(lines[1].starts_with("trained 3 classification"), "{algorithm}: {stderr}");
+
+        let scored = dir.path().join(format!("{algorithm}.parquet"));
+        ok(&["predict", "--model", s(&model), "--input", s(&test), "--output", s(&scored), "--proba"]);
+        let scored = read(&scored);
+        let prediction = scored.column_by_name("prediction").unwrap().as_primitive::<Int64Type>();
+        assert_eq!(prediction.len(), 65_470);
+        assert!(prediction.iter().all(|p| p == Some(0)), "{algorithm}: every row is the one class");
+        let proba = scored.column_by_name("proba_0").unwrap().as_primitive::<Float64Type>();
+        assert!(proba.iter().all(|p| p == Some(1.0)), "{algorithm}: probability 1");
+        assert!(scored.column_by_name("proba_1").is_none(), "{algorithm}: one class, one probability column");
+
+        let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+        assert_eq!(json["classes"], serde_json::json!([0]));
+        assert_eq!(json["warnings"], serde_json::json!([warning.trim_start_matches("warning: ")]));
+        let text = ok(&["inspect", "--model", s(&model)]);
+        assert!(text.contains("warning      label 'label' held a single class ('0')"), "{text}");
+    }
+}
+
 #[test]
 fn bad_input_gives_one_clear_error_and_no_output() {
     let dir = tempfile::tempdir().unwrap();
@@ -249,10 +301,6 @@ fn bad_input_gives_one_clear_error_and_no_output() {
     let nulls = with_column(&flights, "label", Arc::new(Int64Array::from(vec![None::<i64>; flights.num_rows()])));
     let e = train_with("nulls.parquet", &nulls, &[]);
     assert!(e.contains("label") && e.contains("null in every row"), "{e}");
-
-    let one = with_column(&flights, "label", Arc::new(Int64Array::from(vec![1; flights.num_rows()])));
-    let e = train_with("one.parquet", &one, &[]);
-    assert!(e.contains("single class"), "{e}");
 
     let lists =
         ListArray::from_iter_primitive::<Int32Type, _, _>((0..flights.num_rows()).map(|i| Some(vec![Some(i as i32)])));

@@ -70,6 +70,56 @@ async fn sql_model_equals_cli_model() {
     assert_eq!(sql_bytes, cli_bytes, "same data, same options: the same model bytes");
 }
 
+/// A label of a single class: SQL and `arbor train` give the same bytes on
+/// the same rows, for a forest and a boosted model, and the model predicts
+/// its class with probability 1, a list of one.
+#[tokio::test]
+async fn one_class_sql_model_equals_cli_model() {
+    let ctx = session(2, 1000).await;
+    let rows = "SELECT * FROM flights_train WHERE label = 0 AND month = 1 AND day < 8";
+    let dir = tempfile::tempdir().unwrap();
+    let subset = dir.path().join("one_class.parquet");
+    query(&ctx, &format!("COPY ({rows}) TO '{}' STORED AS PARQUET", subset.display())).await;
+    for (options, cli_args) in [
+        ("n_trees=4", vec!["--set", "n_trees=4"]),
+        ("algorithm=gradient-boosting n_rounds=4", vec!["--algorithm", "gradient-boosting", "--set", "n_rounds=4"]),
+    ] {
+        let sql = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, '{options}') AS m FROM ({rows})");
+        let sql_bytes = model_bytes(query(&ctx, &sql).await[0].column(0), 0).unwrap().to_vec();
+        let model = dir.path().join("cli.arbor");
+        let status = Command::new(env!("CARGO_BIN_EXE_arbor"))
+            .args([
+                "train",
+                "--input",
+                subset.to_str().unwrap(),
+                "--label",
+                "label",
+                "--output",
+                model.to_str().unwrap(),
+            ])
+            .args(&cli_args)
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{options}: {}", String::from_utf8_lossy(&status.stderr));
+        assert_eq!(sql_bytes, std::fs::read(&model).unwrap(), "{options}: same one-class rows, the same model bytes");
+        assert_eq!(Model::from_bytes(&sql_bytes).unwrap().class_names(), ["0"]);
+
+        let scored = query(
+            &ctx,
+            &format!(
+                "WITH m AS ({sql}) SELECT count(*), bool_and(predict_forest(m.m, {features}) = 0), \
+                 bool_and(predict_forest_proba(m.m, {features}) = [1.0]) FROM flights_test, m",
+                features =
+                    FLIGHT_FEATURES.split(", ").map(|f| format!("flights_test.{f}")).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .await;
+        assert_eq!(scored[0].column(0).as_primitive::<Int64Type>().value(0), 65_470);
+        assert!(scored[0].column(1).as_boolean().value(0), "{options}: every row is the one class");
+        assert!(scored[0].column(2).as_boolean().value(0), "{options}: its probability is 1, a list of one");
+    }
+}
+
 /// Sample weights in SQL: the `weight` option names the argument that holds
 /// them, and the model equals the CLI's `--weight` model on the same rows.
 #[tokio::test]
@@ -205,8 +255,16 @@ async fn sql_errors_are_clear() {
     let ctx = session(1, 8192).await;
     let e = query_err(&ctx, "SELECT train_forest(label, dep_delay, 'n_tres=3') FROM flights_train").await;
     assert!(e.contains("unknown option 'n_tres'"), "{e}");
-    let e = query_err(&ctx, "SELECT train_forest(label, dep_delay) FROM flights_train WHERE month > 12").await;
-    assert!(e.contains("empty"), "{e}");
+    // No row to train on: a NULL model, or with on_group_error=fail an error that says why.
+    let batches =
+        query(&ctx, "SELECT train_forest(label, dep_delay) IS NULL FROM flights_train WHERE month > 12").await;
+    assert!(batches[0].column(0).as_boolean().value(0));
+    let e = query_err(
+        &ctx,
+        "SELECT train_forest(label, dep_delay, 'on_group_error=fail') FROM flights_train WHERE month > 12",
+    )
+    .await;
+    assert!(e.contains("on_group_error=fail") && e.contains("a group of 0 rows") && e.contains("empty"), "{e}");
     let e = query_err(&ctx, "SELECT train_forest(label) FROM flights_train").await;
     assert!(e.contains("at least one feature"), "{e}");
     let e = query_err(

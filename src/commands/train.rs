@@ -38,7 +38,9 @@ pub struct TrainArgs {
     pub oob_output: Option<PathBuf>,
 }
 
-/// Trains a model and writes it; returns a one-line report.
+/// Trains a model and writes it; returns its report for standard error: a
+/// `warning: ...` line for each of the model's warnings (a label of a
+/// single class), then one line of what was trained and written.
 pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     let mut params = TrainParams::default();
     if let Some(task) = &args.task {
@@ -114,8 +116,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         ),
         None => String::new(),
     };
+    let warnings: String = model.warnings().iter().map(|w| format!("warning: {w}\n")).collect();
     Ok(format!(
-        "trained {} {} {} trees on {} rows ({} skipped: null label) in {:.2}s; wrote {} ({} bytes){stopped}{oob_report}",
+        "{warnings}trained {} {} {} trees on {} rows ({} skipped: null label) in {:.2}s; wrote {} ({} bytes){stopped}{oob_report}",
         model.trees().len(),
         model.task().name(),
         model.algorithm().name(),

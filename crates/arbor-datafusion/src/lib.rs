@@ -30,6 +30,7 @@ mod model_argument;
 mod model_cache;
 pub mod model_column;
 mod predict_forest;
+mod sql_options;
 mod sql_reference;
 mod train_forest;
 

@@ -95,6 +95,12 @@ pub fn model_scalar(bytes: Vec<u8>, prediction: &DataType) -> Result<ScalarValue
     Ok(ScalarValue::Struct(Arc::new(StructArray::try_new(fields, columns, None)?)))
 }
 
+/// A NULL model of a column typed for `prediction`: what `train_forest`
+/// gives a group it has no row to train on (`on_group_error=null`).
+pub fn null_model_scalar(prediction: &DataType) -> Result<ScalarValue> {
+    ScalarValue::try_from(model_type(prediction.clone()))
+}
+
 /// The models of a model column (typed or bare bytes), row by row.
 #[derive(Clone, Copy)]
 pub struct ModelBytes<'a> {
@@ -199,6 +205,16 @@ mod tests {
         assert_eq!(model_bytes(&array, 0), Some(&b"some model bytes"[..]));
         let models = ModelBytes::new("f", &array).unwrap();
         assert_eq!(models.buffer(0).unwrap().as_slice(), b"some model bytes");
+    }
+
+    #[test]
+    fn a_null_model_scalar_is_a_null_of_the_model_type() {
+        let value = null_model_scalar(&DataType::Int32).unwrap();
+        assert_eq!(value.data_type(), model_type(DataType::Int32));
+        assert!(value.is_null());
+        let array = value.to_array().unwrap();
+        assert!(ModelBytes::new("f", &array).unwrap().is_null(0));
+        assert_eq!(model_bytes(&array, 0), None);
     }
 
     #[test]

@@ -65,7 +65,11 @@ static PROBA_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         DOC_SECTION,
         "Class probabilities of each row under a classification model, as a `List<Float64>` in the order of the \
          model's classes (`forest_info(model)` lists them). A random forest gives its trees' weighted (or, with \
-         `voting=unweighted`, plain) vote shares; a boosted model its softmax or logistic probabilities.",
+         `voting=unweighted`, plain) vote shares; a boosted model its softmax or logistic probabilities. The list \
+         has one entry per class of the model, so a model trained on a label that held a single class (a small \
+         group, often) gives `[1.0]` for every row, the probability of its one class: under GROUP BY, models \
+         may differ in their classes and so in the length of their lists (`forest_info` names the classes). A \
+         regression model is an error; a NULL model gives NULL.",
         "predict_forest_proba(model, feature_1[, ..., feature_n])",
     )
     .with_argument("model", MODEL_ARGUMENT)

@@ -4,6 +4,7 @@
 use arbor_ensemble::{Algorithm, AlgorithmChoice, Task, TrainParams};
 use datafusion::logical_expr::{DocSection, Documentation};
 
+use crate::sql_options::SQL_KEYS;
 use crate::{aggregate_functions, scalar_functions};
 
 /// The documentation section all of arbor's functions belong to.
@@ -66,7 +67,22 @@ pub fn reference_markdown() -> String {
         }
     }
     page.push_str(&options_table());
+    page.push_str(&sql_options_table());
     page
+}
+
+/// The keys only `train_forest` takes, from the list its parser reads.
+fn sql_options_table() -> String {
+    let mut table = String::from("\n## SQL options\n\n");
+    table.push_str(
+        "Keys of `train_forest`'s options string that `arbor train --set` does not take: they decide what SQL \
+         does with the function's arguments and groups.\n\n",
+    );
+    table.push_str("| key | default | meaning |\n|---|---|---|\n");
+    for key in &SQL_KEYS {
+        table.push_str(&format!("| `{}` | {} | {} |\n", key.name, key.default, key.description));
+    }
+    table
 }
 
 /// Features assumed when the options table resolves `max_features`.
@@ -109,9 +125,9 @@ fn options_table() -> String {
         "The keys of `train_forest`'s options string, also `arbor train --set KEY=VALUE`, with their defaults. \
          `task` defaults from the label's type. `max_features` is shown for {EXAMPLE_FEATURES} features: \
          `sqrt(p)` for classification and `p/3` for regression forests, all of them for boosting; it also \
-         accepts an integer, `sqrt`, `third` or `all`. `loss` is shown for two classes; more classes use \
-         `softmax`. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. Unknown keys and out-of-range values are errors \
-         naming the key.\n\n"
+         accepts an integer, `sqrt`, `third` or `all`. `loss` is shown for two classes; more classes, or a \
+         single one, use `softmax`. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
+         Unknown keys and out-of-range values are errors naming the key.\n\n"
     ));
     table.push_str("| key | `algorithm=random-forest` | `algorithm=gradient-boosting` |\n|---|---|---|\n");
     for key in keys {

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, NamedColumn, Task, TrainParams, Trainer, TrainingData, OPTION_KEYS};
+use arbor_ensemble::{default_task, ArborError, NamedColumn, Task, TrainParams, Trainer, TrainingData};
 use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
@@ -19,7 +19,8 @@ use datafusion::physical_expr::expressions::Literal;
 use datafusion::physical_expr::PhysicalExpr;
 
 use crate::error::FunctionError;
-use crate::model_column::{model_scalar, model_type};
+use crate::model_column::{model_scalar, model_type, null_model_scalar};
+use crate::sql_options::{is_option_key, OnGroupError, TrainOptions};
 use crate::sql_reference::DOC_SECTION;
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
@@ -31,8 +32,11 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          `algorithm=gradient-boosting`. The task follows the label's type (integer, boolean or string: \
          classification; floating point: regression) unless the `task` option says otherwise. Nulls and NaN in \
          features are missing values, which the trees learn a direction for; rows with a null label are skipped. \
-         The group's rows stay in memory until the model is trained and are counted against the session's \
-         memory pool, so a training set larger than the pool's limit is a `Resources exhausted` error. The same \
+         A label that holds a single class (a small group, often) trains a model that predicts that class with \
+         probability 1, as scikit-learn's forests do; `forest_info` says so in its `warnings`. A group with no \
+         row to train on (no rows, a label null in every row) gets a NULL model, or fails the query with \
+         `on_group_error=fail`. The group's rows stay in memory until the model is trained and are counted \
+         against the session's memory pool, so a training set larger than the pool's limit is a `Resources exhausted` error. The same \
          rows and options give the same model bytes as `arbor train`, whatever the partitioning.",
         "train_forest(label, feature_1[, ..., feature_n][, 'options'])",
     )
@@ -48,8 +52,9 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     .with_argument(
         "options",
         "A string literal of `key=value` pairs separated by spaces or commas, with the keys of `arbor train --set` \
-         (see [Training options](#training-options)), e.g. `'n_trees=200 max_depth=12'`. The key `weight=ARG` names \
-         the argument that holds sample weights; that argument is then not a feature.",
+         (see [Training options](#training-options)), e.g. `'n_trees=200 max_depth=12'`, and SQL's own keys \
+         (see [SQL options](#sql-options)): `weight=ARG` names the argument that holds sample weights, \
+         `on_group_error=null|fail` says what a group with no row to train on gives.",
     )
     .with_sql_example(
         r#"> CREATE TABLE points AS SELECT CAST(v AS DOUBLE) AS x, v % 3 AS shop, v > 50 AS label, 1.0 + v % 2 AS w FROM generate_series(1, 300) AS s(v);
@@ -132,22 +137,12 @@ impl AggregateUDFImpl for TrainForest {
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let mut n_data = args.exprs.len();
-        let mut params = TrainParams::default();
-        let mut weight_name = None;
-        if let Some(options) = args.exprs.last().and_then(|e| constant(e, args.schema)) {
-            match &options {
-                ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    // `weight` is SQL's own key: it names the argument that holds the weights.
-                    for (key, value) in TrainParams::option_pairs(s).plan(NAME)? {
-                        match key {
-                            "weight" => weight_name = Some(value.to_owned()),
-                            _ => params.set(key, value).plan(NAME)?,
-                        }
-                    }
-                    n_data -= 1;
-                }
-                _ => {}
-            }
+        let mut options = TrainOptions::default();
+        if let Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) =
+            args.exprs.last().and_then(|e| constant(e, args.schema))
+        {
+            options = TrainOptions::parse(&s).plan(NAME)?;
+            n_data -= 1;
         }
         if n_data < 2 {
             return plan_err!(
@@ -156,7 +151,7 @@ impl AggregateUDFImpl for TrainForest {
         }
         let names: Vec<String> = args.expr_fields[..n_data].iter().map(|f| f.name().clone()).collect();
         let types = args.expr_fields[..n_data].iter().map(|f| f.data_type().clone()).collect();
-        let weight = match weight_name {
+        let weight = match options.weight {
             None => None,
             Some(w) => match names.iter().skip(1).position(|n| *n == w) {
                 Some(i) if n_data > 2 => Some(i + 1),
@@ -174,7 +169,8 @@ impl AggregateUDFImpl for TrainForest {
             types,
             weight,
             n_args: args.exprs.len(),
-            params,
+            params: options.params,
+            on_group_error: options.on_group_error,
             arrays: vec![ColumnChunks::default(); n_data],
             planned: prediction_type(args.expr_fields[0].data_type()),
         }))
@@ -202,6 +198,8 @@ struct TrainForestAccumulator {
     weight: Option<usize>,
     n_args: usize,
     params: TrainParams,
+    /// What a group with no row to train on gives.
+    on_group_error: OnGroupError,
     arrays: Vec<ColumnChunks>,
     planned: DataType,
 }
@@ -209,6 +207,34 @@ struct TrainForestAccumulator {
 impl TrainForestAccumulator {
     fn column(&mut self, i: usize) -> Result<NamedColumn> {
         Ok(NamedColumn { name: self.names[i].clone(), arrays: self.arrays[i].compacted()? })
+    }
+
+    /// The group as an error can tell it without its key: its row count and
+    /// the arguments' values in one of its rows (the first to arrive).
+    fn describe_group(&mut self) -> Result<String> {
+        let rows: usize = self.arrays[0].compacted()?.iter().map(|a| a.len()).sum();
+        if rows == 0 {
+            return Ok("a group of 0 rows".to_owned());
+        }
+        let mut values = Vec::with_capacity(self.names.len());
+        for i in 0..self.names.len() {
+            let first = self.arrays[i].compacted()?.into_iter().find(|a| !a.is_empty());
+            let value = match first {
+                Some(array) => ScalarValue::try_from_array(&array, 0)?.to_string(),
+                None => "NULL".to_owned(),
+            };
+            values.push(format!("{}={}", self.names[i], shortened(&value)));
+        }
+        Ok(format!("a group of {rows} rows (one of them: {})", values.join(", ")))
+    }
+}
+
+/// A value as an error message shows it: at most 40 characters.
+fn shortened(value: &str) -> String {
+    const MAX_CHARS: usize = 40;
+    match value.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{}...", &value[..end]),
+        None => value.to_owned(),
     }
 }
 
@@ -303,9 +329,8 @@ fn options_like(arrays: &[ArrayRef]) -> Result<Option<String>> {
     let first = (0..array.len()).find(|&i| array.is_valid(i)).unwrap_or(0);
     let value = cast(&array.slice(first, 1), &DataType::Utf8)?;
     let value = value.as_string::<i32>().value(0);
-    let known = |key: &str| key == "weight" || OPTION_KEYS.contains(&key);
     let reads_as_options = value.contains('=')
-        && TrainParams::option_pairs(value).is_ok_and(|pairs| pairs.iter().all(|(key, _)| known(key)));
+        && TrainParams::option_pairs(value).is_ok_and(|pairs| pairs.iter().all(|(key, _)| is_option_key(key)));
     Ok(reads_as_options.then(|| value.to_owned()))
 }
 
@@ -326,16 +351,32 @@ impl Accumulator for TrainForestAccumulator {
                 self.names[last]
             );
         }
+        // Described before the rows move into training, in case the group has none to train on.
+        let group = match self.on_group_error {
+            OnGroupError::Fail => Some(self.describe_group()?),
+            OnGroupError::Null => None,
+        };
         let feature_args: Vec<usize> = (1..self.names.len()).filter(|&i| Some(i) != self.weight).collect();
         let features = feature_args.into_iter().map(|i| self.column(i)).collect::<Result<Vec<_>>>()?;
         let weight = self.weight.map(|i| self.column(i)).transpose()?;
         let label = self.column(0)?;
         let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
-        let data = TrainingData::from_columns(label, features, weight, self.params.task, |n| {
+        let trained = TrainingData::from_columns(label, features, weight, self.params.task, |n| {
             types.get(n).map(|t| (*t).clone())
         })
-        .exec(NAME)?;
-        let model = Trainer::new(self.params.clone()).fit_owned(data).exec(NAME)?.model;
+        .and_then(|data| Trainer::new(self.params.clone()).fit_owned(data));
+        let model = match (trained, group) {
+            (Ok(trained), _) => trained.model,
+            (Err(ArborError::NothingToTrain(_)), None) => return null_model_scalar(&self.planned),
+            (Err(ArborError::NothingToTrain(reason)), Some(group)) => {
+                return exec_err!(
+                    "{NAME}: on_group_error=fail, and {group} has nothing to train on: {reason}. DataFusion does \
+                     not give an aggregate its GROUP BY key; with on_group_error=null (the default) such a group \
+                     gets a NULL model, and WHERE <model> IS NULL lists the groups by their keys"
+                )
+            }
+            (Err(e), _) => return Err(e).exec(NAME),
+        };
         let predicts = model.prediction_type().exec(NAME)?;
         if predicts != self.planned {
             return exec_err!(

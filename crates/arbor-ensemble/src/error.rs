@@ -24,6 +24,11 @@ pub enum ArborError {
     /// The training or prediction data is unusable.
     #[error("{0}")]
     Data(String),
+    /// No row can be trained on: none were given, every label is null, or
+    /// every weight is zero. Kept apart from [`ArborError::Data`] so that
+    /// SQL can give such a group a NULL model instead of failing the query.
+    #[error("{0}")]
+    NothingToTrain(String),
     /// A column named by the caller is not in the data.
     #[error("column '{column}' not found; available columns: {available}")]
     MissingColumn {

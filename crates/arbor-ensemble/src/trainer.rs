@@ -119,7 +119,7 @@ impl<'a> Trainer<'a> {
     pub fn training_data(&self, batches: impl IntoBatches) -> Result<TrainingData> {
         let batches = batches.into_batches();
         let Some(first) = batches.first() else {
-            return Err(ArborError::Data("no record batches to train on".into()));
+            return Err(ArborError::NothingToTrain("no record batches to train on".into()));
         };
         let schema = first.schema();
         if let Some(other) = batches.iter().find(|b| b.schema().fields() != schema.fields()) {

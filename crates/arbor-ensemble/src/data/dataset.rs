@@ -173,7 +173,7 @@ impl TrainingData {
         let task = task.unwrap_or_else(|| default_task(&label_type));
         let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
         if n_rows == 0 {
-            return Err(ArborError::Data("training data is empty (0 rows)".into()));
+            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
         }
 
         // Drop rows whose label is null, in every column alike.
@@ -184,7 +184,7 @@ impl TrainingData {
             keep.push(if a.null_count() > 0 { Some(is_not_null(a)?) } else { None });
         }
         if skipped == n_rows {
-            return Err(ArborError::Data(format!(
+            return Err(ArborError::NothingToTrain(format!(
                 "label column '{}' is null in every row ({n_rows} rows); nothing to train on",
                 label.name
             )));
@@ -390,7 +390,7 @@ fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {
         )));
     }
     if out.iter().sum::<f64>() <= 0.0 {
-        return Err(ArborError::Data(format!("weight column '{name}' sums to zero")));
+        return Err(ArborError::NothingToTrain(format!("weight column '{name}' sums to zero; nothing to train on")));
     }
     Ok(out)
 }

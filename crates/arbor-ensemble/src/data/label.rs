@@ -166,12 +166,9 @@ pub fn read_label(name: &str, arrays: &[ArrayRef], task: Task) -> Result<(LabelI
                     "classification needs an integer, boolean or string label (use task=regression for numbers)",
                 ));
             };
-            if classes.len() < 2 {
-                let only = classes.names().into_iter().next().unwrap_or_default();
-                return Err(ArborError::Data(format!(
-                    "label column '{name}' has a single class ('{only}'); classification needs at least two"
-                )));
-            }
+            // A single class is a valid label: its model predicts that class
+            // with probability 1 (`Model::single_class`), as scikit-learn's
+            // forests do, so one small group of a GROUP BY cannot fail the rest.
             Ok((info(Some(classes)), Target::Classes(index)))
         }
     }

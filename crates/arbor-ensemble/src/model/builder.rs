@@ -197,11 +197,8 @@ impl ModelBuilder {
             Classes::Bool(_) => "Boolean",
             Classes::Str(_) => "Utf8",
         };
-        if classes.len() < 2 {
-            return Err(builder_error(format!(
-                "a classification model needs two classes or more, got {}",
-                classes.len()
-            )));
+        if classes.is_empty() {
+            return Err(builder_error("a classification model needs at least one class, got none".to_owned()));
         }
         let label = LabelInfo { name: label.to_owned(), data_type: data_type.into(), classes: Some(classes) };
         ModelBuilder::new(Task::Classification, label, features)

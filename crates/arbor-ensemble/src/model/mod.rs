@@ -166,6 +166,15 @@ impl Model {
         self.params.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
+    /// The one class of a model trained on a label that held a single class
+    /// (as text): the model predicts it for every row, with probability 1.
+    pub fn single_class(&self) -> Option<String> {
+        match (&self.task, &self.label.classes) {
+            (Task::Classification, Some(classes)) if classes.len() == 1 => classes.names().pop(),
+            _ => None,
+        }
+    }
+
     /// The class names, for classification.
     pub fn class_names(&self) -> Vec<String> {
         self.label.classes.as_ref().map(|c| c.names()).unwrap_or_default()

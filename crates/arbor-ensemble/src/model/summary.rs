@@ -11,9 +11,25 @@ impl Model {
         self.trees.shapes()
     }
 
+    /// What a user should know before relying on the model, one sentence
+    /// each (`arbor train` prints them, `inspect` and `forest_info` show
+    /// them): a label that held a single class.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(class) = self.single_class() {
+            warnings.push(format!(
+                "label '{}' held a single class ('{class}') in training: the model predicts '{class}' for every \
+                 row, with probability 1",
+                self.label.name
+            ));
+        }
+        warnings
+    }
+
     /// The model as one JSON object: `task`, `algorithm`, `classes`, `label`,
     /// `features` (`name`, `type`, `importance`), `trees` (`nodes`, `leaves`,
-    /// `depth`), `params`, `oob_error`, `training_rows`, `skipped_null_labels`.
+    /// `depth`), `params`, `oob_error`, `training_rows`, `skipped_null_labels`,
+    /// `warnings` (a list of sentences, empty for most models).
     pub fn summary_json(&self) -> Value {
         let features: Vec<Value> = self
             .features
@@ -61,6 +77,7 @@ impl Model {
             "oob_error": self.oob_error,
             "training_rows": self.training_rows,
             "skipped_null_labels": self.skipped_null_labels,
+            "warnings": self.warnings(),
         })
     }
 
@@ -74,6 +91,9 @@ impl Model {
         let _ = writeln!(s, "label        {} ({})", self.label.name, self.label.data_type);
         if let Some(c) = &self.label.classes {
             let _ = writeln!(s, "classes      {}", c.names().join(", "));
+        }
+        for warning in self.warnings() {
+            let _ = writeln!(s, "warning      {warning}");
         }
         let source = self.param("imported_from").map(|v| format!("imported from {v}"));
         match source.or(self.param("built_by").map(str::to_owned)) {

@@ -38,8 +38,8 @@ impl Model {
             return Err("the model has no features".into());
         }
         match (self.task, &self.label.classes) {
-            (Task::Classification, Some(c)) if c.len() >= 2 => {}
-            (Task::Classification, _) => return Err("a classification model needs two classes or more".into()),
+            (Task::Classification, Some(c)) if !c.is_empty() => {}
+            (Task::Classification, _) => return Err("a classification model needs at least one class".into()),
             (Task::Regression, None) => {}
             (Task::Regression, Some(_)) => return Err("a regression model has no classes".into()),
         }

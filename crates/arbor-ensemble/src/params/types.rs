@@ -309,7 +309,8 @@ impl BoostingParams {
         forest.features_per_node(p, Task::Regression)
     }
 
-    /// The loss for a task with `n_classes` classes, checking an explicit choice.
+    /// The loss for a task with `n_classes` classes, checking an explicit
+    /// choice; a single class takes softmax (one output) whatever the choice.
     pub fn resolve_loss(&self, task: Task, n_classes: usize) -> Result<Loss> {
         let natural = match (task, n_classes) {
             (Task::Regression, _) => Loss::Squared,
@@ -318,6 +319,9 @@ impl BoostingParams {
         };
         match (self.loss, task) {
             (None, _) => Ok(natural),
+            // A single class has one output, whose probability is 1 under any
+            // classification loss: softmax is the one that has a single output.
+            (Some(Loss::Logistic | Loss::Softmax), Task::Classification) if n_classes == 1 => Ok(Loss::Softmax),
             (Some(Loss::Squared), Task::Regression) => Ok(Loss::Squared),
             (Some(Loss::Logistic), Task::Classification) if n_classes == 2 => Ok(Loss::Logistic),
             (Some(Loss::Softmax), Task::Classification) => Ok(Loss::Softmax),

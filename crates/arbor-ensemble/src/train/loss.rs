@@ -122,8 +122,9 @@ impl<'a> Derivatives<'a> {
                 (Loss::Softmax, LossTarget::Classes(labels)) => {
                     let p = proba[r * outputs + output];
                     let y = f64::from(labels[r] as usize == output);
-                    // K/(K-1) scales the diagonal hessian to the softmax's curvature.
-                    let factor = outputs as f64 / (outputs as f64 - 1.0);
+                    // K/(K-1) scales the diagonal hessian to the softmax's curvature
+                    // (none for a single class, whose probability is always 1).
+                    let factor = if outputs > 1 { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
                     (p - y, factor * p * (1.0 - p))
                 }
                 _ => unreachable!("the loss was resolved for this target"),
