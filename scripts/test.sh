@@ -27,8 +27,9 @@ if [[ "$what" != rust ]]; then
     fi
     export VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH"
     pip install --quiet --disable-pip-version-check -r crates/arbor-python/requirements-test.txt
-    # A debug build in the shared target directory: the dependencies cargo
-    # test compiled are reused.
+    # A debug build in the shared target directory: with the features
+    # arbor-python's Cargo.toml unifies, the dependencies cargo test compiled
+    # are reused, not compiled again.
     maturin develop --quiet --manifest-path crates/arbor-python/Cargo.toml
     # The command line the tests compare with (cargo test builds it).
     [[ -x "$target/debug/arbor" ]] || cargo build --locked --bin arbor
