@@ -84,3 +84,17 @@ def test_each_registration_has_its_own_functions():
     a = first.sql(query).to_arrow_table().column("p").to_numpy()
     b = second.sql(query).to_arrow_table().column("p").to_numpy()
     np.testing.assert_array_equal(a, b)
+
+
+def test_a_python_model_scores_in_sql_as_in_python():
+    ctx = session()
+    train = read("flights_cls_train")
+    X = train.select(FEATURES.split(", "))
+    clf = arbor.GradientBoostingClassifier(n_rounds=5).fit(X, train.column("label"))
+    models = pa.table({"m": pa.array([bytes(clf.model_)], pa.binary())})
+    ctx.from_arrow(models, "python_models")
+    # A bare binary column carries no prediction type, so classes come back as text.
+    scored = ctx.sql(f"SELECT {FEATURES}, predict_forest(m, {FEATURES}) AS p FROM t, python_models").to_arrow_table()
+    assert scored.num_rows == read("flights_cls_test").num_rows
+    expected = clf.model_.predict(scored)
+    assert scored.column("p").combine_chunks().cast(expected.type).equals(expected)
