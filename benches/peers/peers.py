@@ -130,18 +130,26 @@ def run_peer(lib, algo, data, repeat):
     ytr, yte = train["label"].to_numpy(), test["label"].to_numpy()
     classes = np.unique(ytr) if cls else None
     fit_y = np.searchsorted(classes, ytr) if cls else ytr  # XGBoost wants classes 0..K-1
+    fit_s, pred_s, out, _ = fit_and_predict(lambda: make_model(lib, algo, task, len(feats)), xtr, fit_y, xte, cls,
+                                            repeat)
+    m = metrics(task, yte, proba=out, classes=classes) if cls else metrics(task, yte, pred=out)
+    return fit_s, pred_s, m
+
+
+def fit_and_predict(make, xtr, ytr, xte, cls, repeat):
+    """Median seconds of fit() and of predict_proba() (predict() for regression) over
+    `repeat` fresh models, the last model's output, and that model."""
     fits, preds = [], []
     for _ in range(repeat):
-        model = make_model(lib, algo, task, len(feats))
+        model = make()
         t0 = time.perf_counter()
-        model.fit(xtr, fit_y)
+        model.fit(xtr, ytr)
         t1 = time.perf_counter()
         out = model.predict_proba(xte) if cls else model.predict(xte)
         t2 = time.perf_counter()
         fits.append(t1 - t0)
         preds.append(t2 - t1)
-    m = metrics(task, yte, proba=out, classes=classes) if cls else metrics(task, yte, pred=out)
-    return statistics.median(fits), statistics.median(preds), m
+    return statistics.median(fits), statistics.median(preds), out, model
 
 
 # ---------------------------------------------------------------- arbor
@@ -221,18 +229,9 @@ def run_arbor_python(name, algo, task, repeat):
         settings = dict(n_rounds=int(options["n_rounds"]), max_depth=int(options["max_depth"]),
                         learning_rate=float(options["learning_rate"]), lambda_=float(options["lambda"]),
                         min_samples_leaf=int(options["min_samples_leaf"]), max_bins=int(options["max_bins"]))
-    fits, preds = [], []
-    for _ in range(repeat):
-        model = make(**settings)
-        t0 = time.perf_counter()
-        model.fit(xtr, ytr)
-        t1 = time.perf_counter()
-        out = model.predict_proba(xte) if cls else model.predict(xte)
-        t2 = time.perf_counter()
-        fits.append(t1 - t0)
-        preds.append(t2 - t1)
+    fit_s, pred_s, out, model = fit_and_predict(lambda: make(**settings), xtr, ytr, xte, cls, repeat)
     m = metrics(task, yte, proba=out, classes=model.classes_) if cls else metrics(task, yte, pred=out)
-    return statistics.median(fits), statistics.median(preds), m
+    return fit_s, pred_s, m
 
 
 # ---------------------------------------------------------------- driver
