@@ -11,7 +11,8 @@ Run from the repository root (build arbor first with `cargo build --release`):
 
 Options: --dataset flights_cls|diamonds_reg|digits_cls|cancer_cls|all,
 --algorithm random-forest|gradient-boosting|both, --peers sklearn,sklearnex,lightgbm,xgboost,
---repeat N (median of N runs), --json FILE, --arbor PATH (default target/release/arbor).
+--repeat N (median of N runs), --json FILE, --arbor PATH (default target/release/arbor; '' skips
+the whole-process runs), --python-package auto|yes|no.
 
 arbor is timed twice. As two whole processes (`arbor train`, `arbor predict`:
 Parquet read and write included), against peers timed in-process around fit()
@@ -279,7 +280,8 @@ def main():
     ap.add_argument("--peers", default="sklearn,sklearnex,lightgbm,xgboost")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--arbor", default=str(ROOT / "target" / "release" / "arbor"))
+    ap.add_argument("--arbor", default=str(ROOT / "target" / "release" / "arbor"),
+                    help="the arbor binary timed as whole processes ('' to time only the Python package)")
     ap.add_argument("--python-package", default="auto", choices=["auto", "yes", "no"],
                     help="also time arbor in process through `import arbor` (auto: when it imports)")
     args = ap.parse_args()
@@ -291,14 +293,16 @@ def main():
         task = "regression" if np.issubdtype(train["label"].dtype, np.floating) else "classification"
         for algo in [RF, GB] if args.algorithm == "both" else [args.algorithm]:
             print(f"== {name} ({task}, {len(train)} / {len(test)} rows), {algo}", flush=True)
-            try:
-                fit_s, pred_s, score_s, m = run_arbor(args.arbor, name, algo, task, args.repeat)
-                arbor = dict(dataset=name, algorithm=algo, library="arbor", train_s=fit_s, predict_s=pred_s,
-                             scoring_s=score_s, metrics=m)
-            except Exception as e:  # noqa: BLE001 - report and go on with the peers
-                print(f"   arbor failed: {e}")
-                arbor = dict(dataset=name, algorithm=algo, library="arbor", error=str(e))
-            rows.append(arbor)
+            arbor = {}
+            if args.arbor:
+                try:
+                    fit_s, pred_s, score_s, m = run_arbor(args.arbor, name, algo, task, args.repeat)
+                    arbor = dict(dataset=name, algorithm=algo, library="arbor", train_s=fit_s, predict_s=pred_s,
+                                 scoring_s=score_s, metrics=m)
+                except Exception as e:  # noqa: BLE001 - report and go on with the peers
+                    print(f"   arbor failed: {e}")
+                    arbor = dict(dataset=name, algorithm=algo, library="arbor", error=str(e))
+                rows.append(arbor)
             in_process = None
             if use_python:
                 try:
