@@ -19,10 +19,6 @@ def _is_pandas_frame(x) -> bool:
     return type(x).__module__.startswith("pandas") and hasattr(x, "columns") and hasattr(x, "iloc")
 
 
-def _is_pandas_series(x) -> bool:
-    return type(x).__module__.startswith("pandas") and hasattr(x, "dtype") and hasattr(x, "iloc")
-
-
 def features(X, estimator_name: str = "arbor") -> tuple[pa.Table | pa.RecordBatch, list[str] | None]:
     """``X`` as an Arrow table and its column names (``None`` for arrays without names)."""
     if isinstance(X, pa.Table | pa.RecordBatch):
@@ -50,24 +46,6 @@ def numpy_table(array: np.ndarray, names: list[str] | None = None) -> pa.Table:
     columns = np.asfortranarray(array)
     names = names if names is not None else [f"x{j}" for j in range(columns.shape[1])]
     return pa.Table.from_arrays([pa.array(columns[:, j]) for j in range(columns.shape[1])], names=names)
-
-
-def n_rows(data: pa.Table | pa.RecordBatch) -> int:
-    """The number of rows of a table or batch."""
-    return data.num_rows
-
-
-def column(values, name: str) -> pa.Array | pa.ChunkedArray:
-    """One column (a label or weights) as Arrow."""
-    if isinstance(values, pa.Array | pa.ChunkedArray):
-        return values
-    if _is_pandas_series(values):
-        return pa.Array.from_pandas(values)
-    if hasattr(values, "__arrow_c_stream__"):
-        return pa.chunked_array(values)
-    if hasattr(values, "__arrow_c_array__"):
-        return pa.array(values)
-    return pa.array(np.asarray(values))
 
 
 def series_name(values) -> str | None:
