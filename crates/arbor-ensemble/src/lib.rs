@@ -39,6 +39,7 @@
 
 mod data;
 mod error;
+mod explain;
 mod format;
 mod interop;
 mod model;
@@ -50,9 +51,11 @@ mod trainer;
 pub use data::dataset::{ColumnRoles, FeatureSpec, NamedColumn, TrainingData};
 pub use data::label::{default_task, Classes, LabelInfo, Target};
 pub use error::{ArborError, Result};
+pub use explain::{contributions_type, Contributions, Explainer};
 pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
 pub use model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 pub use model::feature::Feature;
+pub use model::node_cover::NodeCover;
 pub use model::tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 pub use model::trees::Trees;
 pub use model::{Boosting, EarlyStopping, Model};

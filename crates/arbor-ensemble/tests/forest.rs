@@ -234,12 +234,15 @@ fn version_1_models_still_load() {
     v1.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&payload).to_le_bytes());
     v1.extend_from_slice(&payload);
     let loaded = Model::from_bytes(&v1).unwrap();
-    assert_eq!(loaded, model);
+    // Format 1 never held node covers: the model is the same but for them.
+    assert!(loaded.node_cover().is_none() && model.node_cover().is_some());
+    assert_eq!(loaded.trees(), model.trees());
+    assert_eq!(loaded.summary_json(), model.summary_json());
     assert_eq!(loaded.score(&batch).unwrap(), model.score(&batch).unwrap());
     // written back, it is the current format, and loads again
     let current = loaded.to_bytes();
     assert_eq!(u32::from_le_bytes(current[8..12].try_into().unwrap()), arbor_ensemble::FORMAT_VERSION);
-    assert_eq!(Model::from_bytes(&current).unwrap(), model);
+    assert_eq!(Model::from_bytes(&current).unwrap(), loaded);
 }
 
 /// A format 2 model (digits, 3 trees of depth 6, written by the build before
@@ -253,7 +256,8 @@ fn version_2_models_still_load() {
     assert_eq!(u32::from_le_bytes(v2[8..12].try_into().unwrap()), 2);
     let loaded = Model::from_bytes(&v2).unwrap();
     let trained = fit(&read("digits_cls_train.parquet", usize::MAX), "n_trees=3 max_depth=6");
-    assert_eq!(loaded, trained);
+    assert!(loaded.node_cover().is_none(), "format 2 held no node covers");
+    assert_eq!(loaded.trees(), trained.trees());
     let test = read("digits_cls_test.parquet", usize::MAX);
     let p = loaded.score(&test).unwrap();
     let scores = common::read_file(&common::interop_path("digits_forest_v2_scores.parquet"));
@@ -270,7 +274,6 @@ fn version_2_models_still_load() {
     assert_eq!(u32::from_le_bytes(v3[8..12].try_into().unwrap()), arbor_ensemble::FORMAT_VERSION);
     assert!(v3.len() < v2.len(), "format 3 takes {} bytes, format 2 {}", v3.len(), v2.len());
     assert_eq!(Model::from_bytes(&v3).unwrap(), loaded);
-    assert_eq!(v3, trained.to_bytes());
 }
 
 /// A table where the label depends only on the category: {a, c} -> 1, {b, d} -> 0.

@@ -137,7 +137,7 @@ pub(crate) struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    /// A section of format `version` (2 or 3), whose trees have leaves `leaf_width` values wide.
+    /// A section of format `version` (2 to 4: sections of 3 and 4 are alike), whose trees have leaves `leaf_width` values wide.
     pub(crate) fn parse(section: &'a [u8], version: u32, leaf_width: usize) -> Result<Columns<'a>, String> {
         if version == 2 {
             Columns::read_v2(section)

@@ -8,7 +8,8 @@
 //! written by [`encode`], decoded into node lists or the flat layout by
 //! [`decode`] or straight into the trees over ranks by [`ranked_columns`];
 //! [`encoded`] keeps a model's sections and decodes them on demand, and
-//! [`read`] loads a payload's trees into the best form it can.
+//! [`read`] loads a payload's trees into the best form it can; the node
+//! covers follow the trees ([`node_cover`]).
 
 pub(crate) mod columns;
 pub(crate) mod decode;
@@ -16,6 +17,7 @@ pub(crate) mod encode;
 pub(crate) mod encoded;
 pub(crate) mod header;
 pub(crate) mod model_format;
+pub(crate) mod node_cover;
 pub(crate) mod payload;
 pub(crate) mod ranked_columns;
 pub(crate) mod read;

@@ -9,11 +9,12 @@
 //! 28      n     payload
 //! ```
 //!
-//! The payload of version 3 is a u64 length, the model without its trees
+//! The payload of version 4 is a u64 length, the model without its trees
 //! (postcard-encoded, `trees` empty), then the trees in the columnar layout
-//! of [`crate::format::columns`]. Version 2, the same with wider tree columns,
-//! and version 1, whose payload is the whole model postcard-encoded, are
-//! still read.
+//! of [`crate::format::columns`], then the node covers (see [`node_cover`]).
+//! Version 3, the same without the covers, version 2, also with wider tree
+//! columns, and version 1, whose payload is the whole model
+//! postcard-encoded, are still read; their models have no covers.
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
@@ -30,7 +31,8 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::header::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 use crate::format::payload::Payload;
-use crate::format::read;
+use crate::format::{node_cover, read};
+use crate::model::node_cover::NodeCover;
 use crate::model::trees::{TreeBytes, Trees};
 use crate::model::Model;
 use crate::{ArborError, Result};
@@ -79,6 +81,8 @@ impl Model {
             training_rows: self.training_rows,
             skipped_null_labels: self.skipped_null_labels,
             boosting: self.boosting.clone(),
+            cover: None,
+            explainer: Default::default(),
         };
         let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
         let mut encoding = Encoding {
@@ -87,6 +91,8 @@ impl Model {
             rest_len: (rest.len() as u64).to_le_bytes(),
             rest,
             trees: self.trees.bytes(self.leaf_width()),
+            cover: self.cover.as_ref(),
+            cover_count: (self.cover.as_ref().map_or(0, |c| c.len()) as u64).to_le_bytes(),
         };
         let mut hasher = Xxh3::new();
         let mut len = 0;
@@ -137,6 +143,9 @@ fn decode<R: Read>(payload: &mut Payload<R>) -> std::result::Result<Model, Strin
     // The features are checked before the trees that index them.
     model.validate_header()?;
     model.trees = read::read(payload, payload.version(), &model.features, model.leaf_width())?;
+    if payload.version() >= 4 {
+        model.cover = node_cover::read(payload)?;
+    }
     match payload.remaining() {
         0 => Ok(model),
         extra => Err(format!("{extra} unexpected bytes after the last tree")),
@@ -151,6 +160,8 @@ struct Encoding<'a> {
     /// The model without its trees.
     rest: Vec<u8>,
     trees: TreeBytes<'a>,
+    cover: Option<&'a NodeCover>,
+    cover_count: [u8; 8],
 }
 
 impl Encoding<'_> {
@@ -159,6 +170,10 @@ impl Encoding<'_> {
         f(&self.rest_len);
         f(&self.rest);
         self.trees.visit(&mut f);
+        f(&self.cover_count);
+        if let Some(cover) = self.cover {
+            node_cover::visit(cover, &mut f);
+        }
     }
 }
 

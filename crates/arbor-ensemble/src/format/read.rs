@@ -1,4 +1,4 @@
-//! Reading the trees of a model payload (format 2 or 3) into the forms
+//! Reading the trees of a model payload (format 2 to 4) into the forms
 //! prediction walks.
 
 use std::io::Read;
@@ -8,14 +8,13 @@ use rayon::prelude::*;
 use crate::format::columns::Columns;
 use crate::format::decode::{decode_columns, AllDecoded};
 use crate::format::encoded::EncodedTrees;
-use crate::format::header::FORMAT_VERSION;
 use crate::format::payload::Payload;
 use crate::format::ranked_columns;
 use crate::format::tree_sections::Sections;
 use crate::model::feature::Feature;
 use crate::model::trees::Trees;
 
-/// Reads the trees of a format `version` (2 or 3) payload, checking every
+/// Reads the trees of a format `version` (2 to 4) payload, checking every
 /// length and every tree against the model's `features` and `leaf_width`.
 ///
 /// When the trees over ranks can express the model (every forest and
@@ -46,7 +45,7 @@ pub(crate) fn read<R: Read>(
         .enumerate()
         .map(|(t, section)| Columns::parse(section, version, leaf_width).map_err(|e| format!("tree {t}: {e}")))
         .collect::<Result<_, _>>()?;
-    let ranked = (version == FORMAT_VERSION).then(|| ranked_columns::ranked_forest(&columns, features, leaf_width));
+    let ranked = (version >= 3).then(|| ranked_columns::ranked_forest(&columns, features, leaf_width));
     if let Some(ranked) = ranked.flatten() {
         drop(columns);
         let encoded = EncodedTrees::new(Sections::Owned(sections), features.to_vec(), leaf_width);

@@ -276,9 +276,15 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
         return Err(named(format!("num_leaves {num_leaves} is out of range")));
     }
     let leaf_values: Vec<f64> = section.list("leaf_value", num_leaves)?;
+    // Node covers from the data counts, as LightGBM's own contributions
+    // weigh branches, when the file has them.
+    let counts = |key: &str, len: usize| section.values.contains_key(key).then(|| section.list::<f64>(key, len));
+    let leaf_count = counts("leaf_count", num_leaves).transpose()?;
     let mut builder = TreeBuilder::new();
     if num_leaves == 1 {
-        builder.add_leaf(None, &[leaf_values[0] * scale]).map_err(|e| named(e.to_string()))?;
+        let id = builder.add_leaf(None, &[leaf_values[0] * scale]).map_err(|e| named(e.to_string()))?;
+        // A lone leaf's cover weighs nothing: any value serves.
+        builder.cover(id, leaf_count.as_ref().map_or(0.0, |c| c[0])).map_err(|e| named(e.to_string()))?;
         return Ok(builder);
     }
     let n = num_leaves - 1;
@@ -287,6 +293,11 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
     let decision_type: Vec<u8> = section.list("decision_type", n)?;
     let left_child: Vec<i64> = section.list("left_child", n)?;
     let right_child: Vec<i64> = section.list("right_child", n)?;
+    let internal_count = counts("internal_count", n).transpose()?;
+    let (leaf_count, internal_count) = match (leaf_count, internal_count) {
+        (Some(l), Some(i)) => (Some(l), Some(i)),
+        _ => (None, None),
+    };
     let num_cat: usize = section.values.get("num_cat").map_or(Ok(0), |_| section.number("num_cat"))?;
     let (cat_boundaries, cat_threshold): (Vec<usize>, Vec<u32>) = if num_cat > 0 {
         if num_cat > n {
@@ -322,7 +333,10 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
                 if std::mem::replace(&mut seen_leaves[leaf], true) {
                     return Err(named(format!("leaf {leaf} is reached twice")));
                 }
-                builder.add_leaf(parent, &[leaf_values[leaf] * scale]).map_err(|e| named(e.to_string()))?;
+                let id = builder.add_leaf(parent, &[leaf_values[leaf] * scale]).map_err(|e| named(e.to_string()))?;
+                if let Some(count) = &leaf_count {
+                    builder.cover(id, count[leaf]).map_err(|e| named(e.to_string()))?;
+                }
                 continue;
             }
             Child::Split(node) => node,
@@ -340,6 +354,9 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
             test = SplitTest::InCategories(codes_to_bins(codes, bins));
         }
         let id = builder.add_split(parent, feature, test, default_left).map_err(|e| named(e.to_string()))?;
+        if let Some(count) = &internal_count {
+            builder.cover(id, count[node]).map_err(|e| named(e.to_string()))?;
+        }
         stack.push((child(right_child[node], node)?, Some((id, Side::Right))));
         stack.push((child(left_child[node], node)?, Some((id, Side::Left))));
     }

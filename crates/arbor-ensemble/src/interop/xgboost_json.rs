@@ -93,6 +93,9 @@ struct XgbTree {
     default_left: Vec<Flag>,
     #[serde(default)]
     split_type: Vec<i64>,
+    /// Each node's cover (its training rows' hessian sum), when recorded.
+    #[serde(default)]
+    sum_hessian: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -299,6 +302,11 @@ fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
     let mut builder = TreeBuilder::new();
     let mut seen = vec![false; n];
     let mut stack: Vec<(usize, Option<(NodeId, Side)>)> = vec![(0, None)];
+    // Covers when every node has one, as every file since XGBoost 1.0 does.
+    let cover = |builder: &mut TreeBuilder, id: NodeId, node: usize| match t.sum_hessian.len() == n {
+        true => builder.cover(id, t.sum_hessian[node]).map_err(|_| error(format!("node {node}'s sum_hessian"))),
+        false => Ok(()),
+    };
     while let Some((node, parent)) = stack.pop() {
         if std::mem::replace(&mut seen[node], true) {
             return Err(error(format!("node {node} is reached twice")));
@@ -306,9 +314,10 @@ fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
         let value = t.split_conditions[node];
         let (left, right) = (t.left_children[node], t.right_children[node]);
         if left == -1 {
-            builder
+            let id = builder
                 .add_leaf(parent, &[f64::from(value as f32)])
                 .map_err(|_| error(format!("leaf {node} is {value}")))?;
+            cover(&mut builder, id, node)?;
             continue;
         }
         if t.split_type.get(node).is_some_and(|&s| s != 0) {
@@ -328,6 +337,7 @@ fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
         }
         let test = SplitTest::LessOrEqual(f32_less_than_threshold(condition));
         let id = builder.add_split(parent, feature, test, t.default_left[node].is_set())?;
+        cover(&mut builder, id, node)?;
         stack.push((r, Some((id, Side::Right))));
         stack.push((l, Some((id, Side::Left))));
     }

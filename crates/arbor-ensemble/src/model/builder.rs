@@ -22,6 +22,7 @@ use arbor_quantize::{BinMapper, FeatureType};
 
 use crate::data::label::{Classes, LabelInfo};
 use crate::model::feature::Feature;
+use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::trees::Trees;
 use crate::model::{Boosting, Model};
@@ -70,6 +71,8 @@ enum Draft {
 #[derive(Clone, Debug, Default)]
 pub struct TreeBuilder {
     nodes: Vec<Draft>,
+    /// Each node's cover, when given.
+    covers: Vec<Option<f32>>,
 }
 
 fn builder_error(message: String) -> ArborError {
@@ -129,11 +132,26 @@ impl TreeBuilder {
             },
         }
         self.nodes.push(draft);
+        self.covers.push(None);
         Ok(NodeId(id))
     }
 
-    /// The finished tree, nodes renumbered so children follow their parent.
-    fn finish(self, n_features: usize, leaf_width: usize) -> Result<Tree> {
+    /// Sets a node's cover: the training weight that reached it (a row
+    /// count, or a sum of hessians), which explanations weigh branches by.
+    /// A model has covers when every node of every tree was given one.
+    pub fn cover(&mut self, node: NodeId, cover: f64) -> Result<()> {
+        if !cover.is_finite() || cover < 0.0 {
+            return Err(builder_error(format!("node {} has a cover of {cover}", node.0)));
+        }
+        let slot =
+            self.covers.get_mut(node.0).ok_or_else(|| builder_error(format!("node {} does not exist", node.0)))?;
+        *slot = Some(cover as f32);
+        Ok(())
+    }
+
+    /// The finished tree, nodes renumbered so children follow their parent,
+    /// with its covers in the new order when every node has one.
+    fn finish(self, n_features: usize, leaf_width: usize) -> Result<(Tree, Option<Vec<f32>>)> {
         if self.nodes.is_empty() {
             return Err(builder_error("a tree needs at least one node".into()));
         }
@@ -142,7 +160,9 @@ impl TreeBuilder {
         // (draft index, slot in `nodes`), breadth first.
         let mut queue = std::collections::VecDeque::from([(0usize, 0usize)]);
         nodes.push(Node::Leaf { value: 0 });
+        let mut order = Vec::with_capacity(self.nodes.len());
         while let Some((d, slot)) = queue.pop_front() {
+            order.push(d);
             nodes[slot] = match &self.nodes[d] {
                 Draft::Leaf { values: v } => {
                     if v.len() != leaf_width {
@@ -178,7 +198,8 @@ impl TreeBuilder {
                 }
             };
         }
-        Ok(Tree { nodes, values })
+        let covers = order.iter().map(|&d| self.covers[d]).collect();
+        Ok((Tree { nodes, values }, covers))
     }
 }
 
@@ -186,6 +207,8 @@ impl TreeBuilder {
 #[derive(Clone, Debug)]
 pub struct ModelBuilder {
     model: Model,
+    /// Each tree's covers, when its every node has one.
+    covers: Vec<Option<Vec<f32>>>,
 }
 
 impl ModelBuilder {
@@ -237,8 +260,10 @@ impl ModelBuilder {
             training_rows: 0,
             skipped_null_labels: 0,
             boosting: None,
+            cover: None,
+            explainer: Default::default(),
         };
-        Ok(ModelBuilder { model })
+        Ok(ModelBuilder { model, covers: Vec::new() })
     }
 
     /// Classification forests: how the trees vote (weighted by default).
@@ -265,8 +290,9 @@ impl ModelBuilder {
     /// Adds a finished tree, checking it (every split has two children,
     /// feature indices in range, leaves of the model's width); returns its index.
     pub fn add_tree(&mut self, tree: TreeBuilder) -> Result<usize> {
-        let tree = tree.finish(self.model.features.len(), self.model.leaf_width())?;
+        let (tree, covers) = tree.finish(self.model.features.len(), self.model.leaf_width())?;
         self.model.trees.push(tree);
+        self.covers.push(covers);
         Ok(self.model.trees.len() - 1)
     }
 
@@ -274,6 +300,7 @@ impl ModelBuilder {
     pub fn build(mut self) -> Result<Model> {
         let m = &mut self.model;
         m.params.insert(1, ("algorithm".into(), m.algorithm.name().into()));
+        m.cover = self.covers.into_iter().collect::<Option<Vec<_>>>().map(NodeCover::new);
         m.validate().map_err(builder_error)?;
         Ok(self.model)
     }

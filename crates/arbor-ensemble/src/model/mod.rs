@@ -11,6 +11,7 @@
 pub(crate) mod builder;
 pub(crate) mod feature;
 pub(crate) mod flat_tree;
+pub(crate) mod node_cover;
 pub(crate) mod ranked_forest;
 pub(crate) mod summary;
 pub(crate) mod tree;
@@ -20,7 +21,9 @@ pub(crate) mod validate;
 use serde::{Deserialize, Serialize};
 
 use crate::data::label::LabelInfo;
+use crate::explain::explainer::ExplainerCache;
 use crate::model::feature::Feature;
+use crate::model::node_cover::NodeCover;
 use crate::model::trees::Trees;
 use crate::{Algorithm, Loss, Task, Voting};
 
@@ -81,6 +84,14 @@ pub struct Model {
     pub(crate) skipped_null_labels: u64,
     /// Gradient boosting's base score and output layout (`None` for forests).
     pub(crate) boosting: Option<Boosting>,
+    /// The training weight that reached each node, which explanations need
+    /// (`None` for models written before format 4 stored it). Written after
+    /// the trees, not with the rest of the model.
+    #[serde(skip)]
+    pub(crate) cover: Option<NodeCover>,
+    /// The trees laid out for explaining, once asked for.
+    #[serde(skip)]
+    pub(crate) explainer: ExplainerCache,
 }
 
 impl Model {
@@ -142,6 +153,12 @@ impl Model {
     /// Gradient boosting's base score and output layout (`None` for forests).
     pub fn boosting(&self) -> Option<&Boosting> {
         self.boosting.as_ref()
+    }
+
+    /// Each node's cover (the training weight that reached it), when the
+    /// model records it: every model trained or imported by this version.
+    pub fn node_cover(&self) -> Option<&NodeCover> {
+        self.cover.as_ref()
     }
 
     /// Outputs per prediction: the number of classes, or 1 for regression.

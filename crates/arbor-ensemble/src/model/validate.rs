@@ -25,6 +25,9 @@ impl Model {
                 return Err(format!("{} trees do not fit {} outputs per round", self.trees.len(), b.outputs));
             }
         }
+        if let Some(cover) = &self.cover {
+            cover.check(&self.trees.shapes())?;
+        }
         match self.trees.lists_if_built() {
             Some(trees) => self.validate_trees(trees),
             None => Ok(()),

@@ -187,6 +187,14 @@ impl Model {
 
     /// Scores rows given one array per model feature, in model order, all of one length.
     pub fn score_arrays(&self, arrays: &[ArrayRef]) -> Result<Predictions> {
+        let (columns, n_rows) = self.raw_columns(arrays)?;
+        Ok(self.predict_with(&columns, n_rows, self.trees.ranked(self.features.len())))
+    }
+
+    /// The values trees compare (NaN for missing, categories as their
+    /// 1-based bin) of one array per model feature, in model order, all of
+    /// one length, checked against the features' types; and the row count.
+    pub(crate) fn raw_columns(&self, arrays: &[ArrayRef]) -> Result<(Vec<Vec<f64>>, usize)> {
         if arrays.len() != self.features.len() {
             return Err(ArborError::Data(format!(
                 "the model has {} features ({}), but {} columns were given",
@@ -213,7 +221,7 @@ impl Model {
                 columns.push(f.mapper.raw_values(&f.name, a)?);
             }
         }
-        Ok(self.predict_with(&columns, n_rows, self.trees.ranked(self.features.len())))
+        Ok((columns, n_rows))
     }
 
     /// Scores every row of `batch` (features found by name): the raw outputs

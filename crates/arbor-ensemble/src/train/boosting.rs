@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::data::dataset::TrainingData;
 use crate::data::label::Target;
 use crate::data::raw_columns::RawColumns;
+use crate::model::node_cover::NodeCover;
 use crate::model::tree::Tree;
 use crate::model::{Boosting, EarlyStopping, Model};
 use crate::train::forest::{model_features, tree_rng};
@@ -141,6 +142,7 @@ fn boost(
     };
 
     let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);
+    let mut covers: Vec<Vec<f32>> = Vec::with_capacity(bp.n_rounds * outputs);
     let mut gain_per_feature = vec![0.0; n_features];
     let mut best: Option<(usize, f64)> = None;
     let mut rounds_run = 0;
@@ -194,6 +196,7 @@ fn boost(
         for (output, grown) in round_trees {
             add_tree_outputs(&mut raw, outputs, output, &grown, &rows, &row_value);
             trees.push(grown.tree);
+            covers.push(grown.cover);
         }
         rounds_run = round + 1;
 
@@ -217,6 +220,7 @@ fn boost(
 
     let early_stopping = best.map(|(best_round, best_loss)| {
         trees.truncate((best_round + 1) * outputs);
+        covers.truncate((best_round + 1) * outputs);
         EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len() }
     });
     let importance = (params.forest.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
@@ -233,6 +237,8 @@ fn boost(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
+        cover: Some(NodeCover::new(covers)),
+        explainer: Default::default(),
     })
 }
 

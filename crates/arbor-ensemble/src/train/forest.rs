@@ -17,6 +17,7 @@ use crate::format::encode::encode_tree;
 use crate::format::encoded::EncodedTrees;
 use crate::format::tree_sections::{Sections, Spill};
 use crate::model::feature::Feature;
+use crate::model::node_cover::NodeCover;
 use crate::model::trees::Trees;
 use crate::model::Model;
 use crate::train::grower::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
@@ -187,7 +188,7 @@ fn grow_forest(
         if let (Some(fold), Some(oob)) = (&oob_fold, oob) {
             lock(fold).add(t, oob, &data.target);
         }
-        lock(&finished)[t] = Some(Finished { kept, gains: grown.gain_per_feature });
+        lock(&finished)[t] = Some(Finished { kept, gains: grown.gain_per_feature, cover: grown.cover });
         let done = done.fetch_add(1, Ordering::Relaxed) + 1;
         on_progress(&Progress { done, total: fp.n_trees, train_loss: None, valid_loss: None });
         Ok(())
@@ -195,8 +196,10 @@ fn grow_forest(
     let mut held = Vec::new();
     let mut spans = Vec::new();
     let mut gains = Vec::with_capacity(fp.n_trees);
+    let mut covers = Vec::with_capacity(fp.n_trees);
     for tree in finished.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
-        let Finished { kept, gains: tree_gains } = tree.expect("every tree index was grown");
+        let Finished { kept, gains: tree_gains, cover } = tree.expect("every tree index was grown");
+        covers.push(cover);
         match kept {
             Kept::Held(section) => held.push(section),
             Kept::Spilled(span) => spans.push(span),
@@ -232,6 +235,8 @@ fn grow_forest(
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
+        cover: Some(NodeCover::new(covers)),
+        explainer: Default::default(),
     };
     Ok((model, oob))
 }
@@ -268,6 +273,8 @@ struct Finished {
     kept: Kept,
     /// Its split gains per feature, for MDI.
     gains: Vec<f64>,
+    /// Its node covers.
+    cover: Vec<f32>,
 }
 
 /// Where a finished tree's section is kept.

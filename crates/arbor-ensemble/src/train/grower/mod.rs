@@ -78,6 +78,8 @@ pub(crate) struct GrownTree {
     /// range in `rows`. Empty for trees grown on row records (forests'
     /// classes), which regroup the records and free the rows.
     pub leaves: Vec<(usize, std::ops::Range<usize>)>,
+    /// Each node's cover, in node order (see [`node_cover`]).
+    pub cover: Vec<f32>,
 }
 
 struct Pending {
@@ -322,13 +324,21 @@ pub(crate) fn grow_tree(
     } else {
         grower.best_first(root, settings.max_leaf_nodes);
     }
-    let Growing { nodes, values, gains, leaves } = grower.tree;
+    let Growing { nodes, values, gains, leaves, cover } = grower.tree;
     // Summed in the order a sequential depth-first growth makes the splits.
     let mut gain_per_feature = vec![0.0; n_features];
     for (f, gain) in gains {
         gain_per_feature[f] += gain;
     }
-    GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves }
+    GrownTree { tree: Tree { nodes, values }, gain_per_feature, rows, leaves, cover }
+}
+
+/// A node's cover, the training weight that reached it, from its
+/// statistics: the sum of sample weights (bootstrap multiplicities included)
+/// for the impurity criteria, the sum of hessians for boosting (XGBoost's
+/// cover). Kept as the model stores it.
+pub(crate) fn node_cover(stats: &[f64], criterion: Criterion) -> f32 {
+    count_weight(stats, criterion).1 as f32
 }
 
 /// What a grower reads and never changes, shared by the subtrees grown apart.
@@ -380,19 +390,28 @@ impl Buffers {
     }
 }
 
-/// The tree as it grows: its nodes, leaf values, leaves' rows and split gains.
+/// The tree as it grows: its nodes, leaf values, leaves' rows, split gains
+/// and node covers.
 struct Growing {
     /// Each split's feature and gain, in the order of the splits.
     gains: Vec<(usize, f64)>,
     nodes: Vec<Node>,
     values: Vec<f64>,
     leaves: Vec<(usize, std::ops::Range<usize>)>,
+    /// Each node's cover, set when the node becomes a split or a leaf.
+    cover: Vec<f32>,
 }
 
 impl Growing {
     /// A tree of one leaf, the root, to be split.
     fn new() -> Growing {
-        Growing { gains: Vec::new(), nodes: vec![Node::Leaf { value: 0 }], values: Vec::new(), leaves: Vec::new() }
+        Growing {
+            gains: Vec::new(),
+            nodes: vec![Node::Leaf { value: 0 }],
+            values: Vec::new(),
+            leaves: Vec::new(),
+            cover: vec![0.0],
+        }
     }
 }
 

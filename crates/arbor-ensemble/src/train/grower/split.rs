@@ -7,7 +7,7 @@ use arbor_kernels::{
 
 use rand::Rng;
 
-use super::{bin_of, cart_midpoint, leaf_value, Grower, Pending, PARALLEL_ROWS};
+use super::{bin_of, cart_midpoint, leaf_value, node_cover, Grower, Pending, PARALLEL_ROWS};
 use crate::model::tree::{Node, SplitTest};
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
@@ -39,6 +39,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.nodes.push(Node::Leaf { value: 0 });
         self.tree.nodes[p.node] =
             Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
+        self.tree.cover.extend([0.0, 0.0]);
+        self.tree.cover[p.node] = node_cover(&p.stats, criterion);
         self.tree.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
         let (mut left_hist, mut right_hist) = (None, None);
@@ -158,6 +160,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     pub(super) fn leaf(&mut self, p: &Pending) {
         let offset = self.tree.values.len();
         self.tree.nodes[p.node] = Node::Leaf { value: offset as u32 };
+        self.tree.cover[p.node] = node_cover(&p.stats, self.data.settings.criterion);
         leaf_value(
             &p.stats,
             self.data.target,

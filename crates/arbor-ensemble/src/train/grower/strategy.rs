@@ -84,6 +84,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             }
         }
         self.tree.values.extend(sub.tree.values);
+        self.tree.cover[node] = sub.tree.cover[0];
+        self.tree.cover.extend_from_slice(&sub.tree.cover[1..]);
         let shift = |r: std::ops::Range<usize>| r.start + start..r.end + start;
         self.tree
             .leaves
