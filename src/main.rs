@@ -87,6 +87,10 @@ enum Command {
         /// Also write one `proba_<class>` column per class.
         #[arg(long)]
         proba: bool,
+        /// Also write each feature's SHAP contribution to the raw score
+        /// (`contrib_<feature>`, `contrib_bias`; per class for more than two).
+        #[arg(long)]
+        contributions: bool,
     },
     /// Describe a model: task, classes, features and importance, trees, parameters; or draw one tree.
     Inspect {
@@ -154,8 +158,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let report = commands::train(&args)?;
             eprintln!("{report}");
         }
-        Command::Predict { model, input, output, proba } => {
-            let report = commands::predict(&PredictArgs { model, input, output, proba })?;
+        Command::Predict { model, input, output, proba, contributions } => {
+            let report = commands::predict(&PredictArgs { model, input, output, proba, contributions })?;
             eprintln!("{report}");
         }
         Command::Inspect { model, json, dot } => {

@@ -592,3 +592,70 @@ fn a_closed_pipe_ends_the_program_quietly() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no message");
     assert!(out.status.success(), "arbor's exit status: {:?}", out.status);
 }
+
+/// `predict --contributions`: per-class columns for a softmax model whose
+/// sums give its probabilities, a LightGBM import's columns equal to
+/// LightGBM's own contributions, and a clear refusal (no output file) for a
+/// model written before node covers.
+#[test]
+fn predict_writes_contributions() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("digits.arbor");
+    let out = dir.path().join("digits.parquet");
+    let train = data("digits_cls_train.parquet");
+    let test = data("digits_cls_test.parquet");
+    ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&model), "--algorithm", "gradient-boosting"]);
+    ok(&["predict", "--model", s(&model), "--input", s(&test), "--output", s(&out), "--proba", "--contributions"]);
+    let scored = read(&out);
+    let features: Vec<String> =
+        read(&test).schema().fields().iter().map(|f| f.name().clone()).filter(|n| n != "label").collect();
+    let column = |name: &str| {
+        scored.column_by_name(name).unwrap_or_else(|| panic!("no column {name}")).as_primitive::<Float64Type>().clone()
+    };
+    let raw: Vec<Vec<f64>> = (0..10)
+        .map(|class| {
+            let mut sums = column(&format!("contrib_{class}_bias")).values().to_vec();
+            for f in &features {
+                let c = column(&format!("contrib_{class}_{f}"));
+                sums.iter_mut().zip(c.values()).for_each(|(s, v)| *s += v);
+            }
+            sums
+        })
+        .collect();
+    for r in 0..scored.num_rows() {
+        let top = raw.iter().map(|k| k[r]).fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = raw.iter().map(|k| (k[r] - top).exp()).sum();
+        for (class, k) in raw.iter().enumerate() {
+            let p = column(&format!("proba_{class}")).value(r);
+            assert!(((k[r] - top).exp() / total - p).abs() < 1e-9, "row {r}, class {class}");
+        }
+    }
+
+    let imported = dir.path().join("lgb.arbor");
+    let rows = interop("flights_rows.parquet");
+    ok(&["import", "--format", "lightgbm-text", "--input", s(&interop("lgb_binary.txt")), "--output", s(&imported)]);
+    ok(&["predict", "--model", s(&imported), "--input", s(&rows), "--output", s(&out), "--contributions"]);
+    let scored = read(&out);
+    let want = read(&interop("lgb_binary_contribs.parquet"));
+    let want = want.column_by_name("contribs").unwrap().as_list::<i32>();
+    let names: Vec<String> = ["month", "day", "dep_time", "sched_dep_time", "dep_delay", "sched_arr_time", "distance"]
+        .iter()
+        .chain(&["hour", "bias"])
+        .map(|f| format!("contrib_{f}"))
+        .collect();
+    for r in 0..scored.num_rows() {
+        let want = want.value(r);
+        let want = want.as_primitive::<Float64Type>();
+        for (i, name) in names.iter().enumerate() {
+            let got = scored.column_by_name(name).unwrap().as_primitive::<Float64Type>().value(r);
+            assert!((got - want.value(i)).abs() < 1e-9, "row {r}, {name}: {got} against LightGBM's {}", want.value(i));
+        }
+    }
+
+    let unwritten = dir.path().join("never.parquet");
+    let v3 = interop("cancer_gbt_v3.arbor");
+    let cancer = data("cancer_cls_test.parquet");
+    let err = fails(&["predict", "--model", s(&v3), "--input", s(&cancer), "--output", s(&unwritten), "--contributions"]);
+    assert!(err.contains("cancer_gbt_v3.arbor") && err.contains("no node cover"), "{err}");
+    assert!(!unwritten.exists(), "nothing is written on failure");
+}

@@ -22,6 +22,9 @@ pub struct PredictArgs {
     pub output: PathBuf,
     /// Add one `proba_<class>` column per class.
     pub proba: bool,
+    /// Add each feature's SHAP contribution as Float64 columns
+    /// (`contrib_<feature>`, `contrib_bias`, per class for more than two).
+    pub contributions: bool,
 }
 
 /// Reads and decodes a model file, a piece at a time.
@@ -51,12 +54,23 @@ pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
     if args.proba && model.task() != arbor_ensemble::Task::Classification {
         return Err(CliError::Usage("--proba needs a classification model; this one is regression".into()));
     }
+    // Before any output file exists: a model that cannot explain says so now.
+    let contribution_names = match args.contributions {
+        true => {
+            model.explainer().map_err(|e| CliError::Usage(format!("{}: {e}", args.model.display())))?;
+            model.contribution_names()
+        }
+        false => Vec::new(),
+    };
     let mut fields: Vec<Arc<Field>> = schema.fields().iter().cloned().collect();
     fields.push(Arc::new(Field::new("prediction", model.prediction_type()?, false)));
     if args.proba {
         for class in model.class_names() {
             fields.push(Arc::new(Field::new(format!("proba_{class}"), DataType::Float64, false)));
         }
+    }
+    for name in &contribution_names {
+        fields.push(Arc::new(Field::new(name, DataType::Float64, false)));
     }
     for f in &fields[schema.fields().len()..] {
         if schema.field_with_name(f.name()).is_ok() {
@@ -79,11 +93,15 @@ pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
         let batch = batch.map_err(|e| CliError::Parquet { path: args.input.clone(), source: e.into() })?;
         let started = std::time::Instant::now();
         let predictions = model.score(&batch)?;
+        let contributions = args.contributions.then(|| model.contributions(&batch)).transpose()?;
         scoring += started.elapsed();
         let mut columns = batch.columns().to_vec();
         columns.push(model.prediction_array(&predictions)?);
         if args.proba {
             columns.extend(model.proba_arrays(&predictions));
+        }
+        if let Some(contributions) = &contributions {
+            columns.extend(model.contribution_columns(contributions).into_iter().map(|(_, column)| column));
         }
         let out = RecordBatch::try_new(out_schema.clone(), columns)?;
         writer.write(&out).map_err(CliError::parquet(&args.output))?;

@@ -7,6 +7,8 @@
 //! - `predict_forest(model, feature, ...)`, the prediction per row, typed like
 //!   the label for classification and Float64 for regression;
 //! - `predict_forest_proba(model, feature, ...)`, class probabilities as `List<Float64>`;
+//! - `predict_forest_contributions(model, feature, ...)`, each feature's SHAP
+//!   contribution to the raw score, then the bias, as `List<Float64>`;
 //! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text;
 //! - `forest_importance(model)`, a list of `{feature, importance}` structs (for `unnest`).
 //!
@@ -53,6 +55,7 @@ pub fn scalar_functions() -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Prediction, cache.clone())),
         ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Probabilities, cache.clone())),
+        ScalarUDF::new_from_impl(PredictForest::new(PredictOutput::Contributions, cache.clone())),
         ScalarUDF::new_from_impl(ForestInfo::new(cache.clone())),
         ScalarUDF::new_from_impl(ForestImportance::new(cache)),
     ]
@@ -98,6 +101,6 @@ mod tests {
         for f in aggregate_functions() {
             assert!(names.insert(f.name().to_owned()), "{}", f.name());
         }
-        assert_eq!(names.len(), 5);
+        assert_eq!(names.len(), 6);
     }
 }

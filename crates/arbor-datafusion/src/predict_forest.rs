@@ -1,4 +1,5 @@
-//! `predict_forest(model, feature, ...)` and `predict_forest_proba(model, feature, ...)`.
+//! `predict_forest(model, feature, ...)`, `predict_forest_proba(model, feature, ...)` and
+//! `predict_forest_contributions(model, feature, ...)`.
 
 use std::str::FromStr;
 use std::sync::{Arc, LazyLock};
@@ -88,6 +89,34 @@ static PROBA_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     .build()
 });
 
+static CONTRIBUTIONS_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
+    Documentation::builder(
+        DOC_SECTION,
+        "Explains each row's prediction: every feature's SHAP contribution to the raw score (exact TreeSHAP, \
+         missing values following each split's default branch), in feature order, then the bias, the raw score \
+         expected over the training data; the list sums to the row's raw score. The raw score is a regression's \
+         value, a boosted model's margin before its link (one for two classes, one per class for more), a forest \
+         classifier's probability of each class (of the second class alone for two). For k > 1 such scores the \
+         list holds k blocks of features-then-bias, in class order (`forest_info` names the classes). A model \
+         written before arbor recorded node covers (model format 4) is an error; a NULL model gives NULL.",
+        "predict_forest_contributions(model, feature_1[, ..., feature_n])",
+    )
+    .with_argument("model", MODEL_ARGUMENT)
+    .with_argument("feature_i", FEATURE_ARGUMENT)
+    .with_sql_example(format!(
+        "{EXAMPLE_SETUP}> SELECT x, round(c[1], 3) AS contrib_x, round(c[2], 3) AS bias FROM (SELECT x, predict_forest_contributions(m.forest, x) AS c FROM points, models m WHERE x IN (10, 90)) ORDER BY x;
++------+-----------+-------+
+| x    | contrib_x | bias  |
++------+-----------+-------+
+| 10.0 | -0.496    | 0.496 |
+| 90.0 | 0.504     | 0.496 |
++------+-----------+-------+"
+    ))
+    .with_related_udf("predict_forest_proba")
+    .with_related_udf("forest_info")
+    .build()
+});
+
 /// What a prediction function returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PredictOutput {
@@ -95,6 +124,9 @@ pub enum PredictOutput {
     Prediction,
     /// `predict_forest_proba`: class probabilities, `List<Float64>` in class order.
     Probabilities,
+    /// `predict_forest_contributions`: each feature's SHAP contribution then
+    /// the bias, `List<Float64>`, per output explained.
+    Contributions,
 }
 
 /// `predict_forest` / `predict_forest_proba`: score rows with a model (a
@@ -133,6 +165,10 @@ impl PredictForest {
 
     /// Predicts `rows` of `features` with one model; returns an array of the planned type.
     fn predict(&self, model: &Model, features: &[ArrayRef], planned: &DataType) -> Result<ArrayRef> {
+        if self.output == PredictOutput::Contributions {
+            let contributions = model.contributions_arrays(features).exec(self.name())?;
+            return Ok(Arc::new(model.contributions_list(contributions).exec(self.name())?));
+        }
         let predictions = model.score_arrays(features).exec(self.name())?;
         match self.output {
             PredictOutput::Prediction => {
@@ -160,6 +196,7 @@ impl PredictForest {
                     None,
                 )))
             }
+            PredictOutput::Contributions => internal_err!("contributions are explained above"),
         }
     }
 }
@@ -169,6 +206,7 @@ impl ScalarUDFImpl for PredictForest {
         match self.output {
             PredictOutput::Prediction => "predict_forest",
             PredictOutput::Probabilities => "predict_forest_proba",
+            PredictOutput::Contributions => "predict_forest_contributions",
         }
     }
 
@@ -180,6 +218,7 @@ impl ScalarUDFImpl for PredictForest {
         Some(match self.output {
             PredictOutput::Prediction => &PREDICT_DOCUMENTATION,
             PredictOutput::Probabilities => &PROBA_DOCUMENTATION,
+            PredictOutput::Contributions => &CONTRIBUTIONS_DOCUMENTATION,
         })
     }
 
@@ -195,6 +234,7 @@ impl ScalarUDFImpl for PredictForest {
         let kind = ModelKind::expect(self.name(), fields[0].data_type())?;
         let data_type = match self.output {
             PredictOutput::Probabilities => DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true))),
+            PredictOutput::Contributions => arbor_ensemble::contributions_type(),
             PredictOutput::Prediction => match kind {
                 ModelKind::Typed(t) => t,
                 ModelKind::Bytes | ModelKind::Null => {

@@ -130,7 +130,7 @@ impl Model {
         let n_rows = contributions.values.len() / width;
         let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, n_rows));
         let values = Arc::new(Float64Array::from(contributions.values)) as ArrayRef;
-        Ok(ListArray::try_new(Arc::new(Field::new_list_field(DataType::Float64, false)), offsets, values, None)?)
+        Ok(ListArray::try_new(Arc::new(Field::new_list_field(DataType::Float64, true)), offsets, values, None)?)
     }
 
     /// One Float64 column per contribution, named by [`Model::contribution_names`].
@@ -149,7 +149,7 @@ impl Model {
 
 /// The Arrow type of `predict_forest_contributions`: a list of Float64.
 pub fn contributions_type() -> DataType {
-    DataType::List(Arc::new(Field::new_list_field(DataType::Float64, false)))
+    DataType::List(Arc::new(Field::new_list_field(DataType::Float64, true)))
 }
 
 #[cfg(test)]
