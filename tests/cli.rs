@@ -655,7 +655,8 @@ fn predict_writes_contributions() {
     let unwritten = dir.path().join("never.parquet");
     let v3 = interop("cancer_gbt_v3.arbor");
     let cancer = data("cancer_cls_test.parquet");
-    let err = fails(&["predict", "--model", s(&v3), "--input", s(&cancer), "--output", s(&unwritten), "--contributions"]);
+    let err =
+        fails(&["predict", "--model", s(&v3), "--input", s(&cancer), "--output", s(&unwritten), "--contributions"]);
     assert!(err.contains("cancer_gbt_v3.arbor") && err.contains("no node cover"), "{err}");
     assert!(!unwritten.exists(), "nothing is written on failure");
 }

@@ -152,6 +152,23 @@ impl Model {
         self.score(py, data, |m, b| m.predict_proba(b).map(|a| Arc::new(a) as ArrayRef))
     }
 
+    /// Each feature's SHAP contribution to every row's raw score (exact
+    /// TreeSHAP), then the bias: a pyarrow List<Float64> array, one list per
+    /// row holding a block of features-then-bias per output explained (see
+    /// `contribution_names`); each block sums to that output's raw score.
+    fn predict_contributions(&self, py: Python<'_>, data: AnyRecordBatch) -> PyResult<Py<PyAny>> {
+        self.score(py, data, |m, b| {
+            m.contributions(b).and_then(|c| m.contributions_list(c)).map(|a| Arc::new(a) as ArrayRef)
+        })
+    }
+
+    /// The names of a row's contributions, in order, as `arbor predict
+    /// --contributions` names its columns.
+    #[getter]
+    fn contribution_names(&self) -> Vec<String> {
+        self.inner.contribution_names()
+    }
+
     /// What `arbor inspect --json` prints, as a dict: task, classes, features
     /// with importance, trees, parameters.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

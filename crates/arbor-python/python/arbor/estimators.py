@@ -152,6 +152,20 @@ class _ArborEstimator(BaseEstimator):
         data = self._features(X, reset=False)
         return self.model_.predict(data).to_numpy(zero_copy_only=False)
 
+    def predict_contributions(self, X) -> np.ndarray:
+        """Each feature's SHAP contribution to each row's raw score, then the bias (exact TreeSHAP).
+
+        Shape ``(n_rows, n_outputs * (n_features + 1))``, LightGBM's ``pred_contrib``
+        layout: one block of features-then-bias per output explained (the raw score
+        for regression and two classes, each class's for more); each block sums to
+        that output's raw score. ``model_.contribution_names`` names the columns.
+        """
+        check_is_fitted(self)
+        data = self._features(X, reset=False)
+        contributions = self.model_.predict_contributions(data)
+        width = len(self.model_.contribution_names)
+        return contributions.flatten().to_numpy(zero_copy_only=False).reshape(len(contributions), width)
+
     @property
     def feature_importances_(self) -> np.ndarray:
         """The model's feature importances (``importance`` option), in feature order."""
