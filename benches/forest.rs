@@ -1,7 +1,7 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
 //! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
-//! prediction (and the forest's walk at every SIMD level), and loading a
-//! model, on the bundled NYC flights data.
+//! prediction (and the forest's walk at every SIMD level), loading a
+//! model, and explaining predictions (TreeSHAP), on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
 
@@ -243,5 +243,23 @@ fn prediction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, histogram, memory_bandwidth, preparation, training, boosting, prediction);
+/// TreeSHAP contributions of 5,000 flights test rows: a boosted model of
+/// 50 rounds of depth 6 (the peer harness's reference setting; its
+/// `contributions.py` times XGBoost and LightGBM on the same kind of model),
+/// and a forest of 20 trees of depth 10. Throughput is in rows.
+fn contributions(c: &mut Criterion) {
+    let train_batch = flights("flights_cls_train.parquet");
+    let test = flights("flights_cls_test.parquet").slice(0, 5_000);
+    let data = training_data(&train_batch);
+    let boosted = train(&data, "algorithm=gradient-boosting, n_rounds=50, max_depth=6");
+    let forest = train(&data, "n_trees=20, max_depth=10");
+    let mut group = c.benchmark_group("contributions");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(test.num_rows() as u64));
+    group.bench_function("flights_50_rounds_depth_6", |b| b.iter(|| black_box(boosted.contributions(&test).unwrap())));
+    group.bench_function("flights_20_trees_depth_10", |b| b.iter(|| black_box(forest.contributions(&test).unwrap())));
+    group.finish();
+}
+
+criterion_group!(benches, histogram, memory_bandwidth, preparation, training, boosting, prediction, contributions);
 criterion_main!(benches);

@@ -1,7 +1,5 @@
 //! A model's trees laid out for TreeSHAP, and the walk of many rows.
 
-use std::sync::{Arc, OnceLock};
-
 use rayon::prelude::*;
 
 use crate::explain::tree_shap::{ShapTree, Step};
@@ -11,9 +9,9 @@ use crate::{ArborError, Model, Result, Task, Voting};
 /// Rows one parallel task explains.
 const TASK_ROWS: usize = 16;
 
-/// Everything explaining a model's rows needs, built once per model
-/// ([`Model::explainer`]): each tree with the values it explains and the
-/// output it adds to, and each output's bias.
+/// Everything explaining a model's rows needs ([`Model::explainer`]): each
+/// tree with the values it explains and the output it adds to, and each
+/// output's bias. Laying it out costs about what explaining one row does.
 #[derive(Debug)]
 pub struct Explainer {
     trees: Vec<ShapTree>,
@@ -134,39 +132,5 @@ impl Explainer {
             }
         });
         values
-    }
-}
-
-/// A model's explainer, built on first use; a clone of the model starts
-/// without one, and it plays no part in comparing models.
-#[derive(Default)]
-pub(crate) struct ExplainerCache(OnceLock<Arc<Explainer>>);
-
-impl ExplainerCache {
-    /// The explainer, built by `build` the first time it succeeds.
-    pub(crate) fn get_or_build(&self, build: impl FnOnce() -> Result<Explainer>) -> Result<Arc<Explainer>> {
-        if let Some(explainer) = self.0.get() {
-            return Ok(explainer.clone());
-        }
-        let built = Arc::new(build()?);
-        Ok(self.0.get_or_init(|| built).clone())
-    }
-}
-
-impl Clone for ExplainerCache {
-    fn clone(&self) -> Self {
-        ExplainerCache::default()
-    }
-}
-
-impl PartialEq for ExplainerCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for ExplainerCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() { "ExplainerCache(built)" } else { "ExplainerCache(empty)" })
     }
 }

@@ -89,10 +89,10 @@ impl Model {
         names
     }
 
-    /// The model laid out for explaining, built the first time; an error
-    /// for a model without node covers (written before format 4).
-    pub fn explainer(&self) -> Result<Arc<Explainer>> {
-        self.explainer.get_or_build(|| Explainer::new(self))
+    /// The model laid out for explaining; an error for a model without node
+    /// covers (written before format 4).
+    pub fn explainer(&self) -> Result<Explainer> {
+        Explainer::new(self)
     }
 
     /// Explains every row of `batch` (features found by name).

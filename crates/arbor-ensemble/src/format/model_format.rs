@@ -82,7 +82,6 @@ impl Model {
             skipped_null_labels: self.skipped_null_labels,
             boosting: self.boosting.clone(),
             cover: None,
-            explainer: Default::default(),
         };
         let rest = postcard::to_stdvec(&rest).expect("a model always serializes");
         let mut encoding = Encoding {

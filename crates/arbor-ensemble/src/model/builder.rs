@@ -261,7 +261,6 @@ impl ModelBuilder {
             skipped_null_labels: 0,
             boosting: None,
             cover: None,
-            explainer: Default::default(),
         };
         Ok(ModelBuilder { model, covers: Vec::new() })
     }

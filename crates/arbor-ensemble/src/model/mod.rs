@@ -21,7 +21,6 @@ pub(crate) mod validate;
 use serde::{Deserialize, Serialize};
 
 use crate::data::label::LabelInfo;
-use crate::explain::explainer::ExplainerCache;
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::trees::Trees;
@@ -89,9 +88,6 @@ pub struct Model {
     /// the trees, not with the rest of the model.
     #[serde(skip)]
     pub(crate) cover: Option<NodeCover>,
-    /// The trees laid out for explaining, once asked for.
-    #[serde(skip)]
-    pub(crate) explainer: ExplainerCache,
 }
 
 impl Model {

@@ -238,7 +238,6 @@ fn boost(
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
         cover: Some(NodeCover::new(covers)),
-        explainer: Default::default(),
     })
 }
 

@@ -236,7 +236,6 @@ fn grow_forest(
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: None,
         cover: Some(NodeCover::new(covers)),
-        explainer: Default::default(),
     };
     Ok((model, oob))
 }
