@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::explain::tree_shap::{ShapTree, Step};
+use crate::explain::tree_shap::{reciprocals, ShapTree, Step};
 use crate::predict::arg_max;
 use crate::{ArborError, Model, Result, Task, Voting};
 
@@ -116,12 +116,13 @@ impl Explainer {
         let mut values = vec![0.0; n_rows * width];
         values.par_chunks_mut(TASK_ROWS * width).enumerate().for_each(|(task, out)| {
             let mut path = vec![Step::default(); self.path_len];
+            let inverse = reciprocals(self.path_len);
             let mut x = vec![0.0; self.n_features];
             for (i, phi) in out.chunks_exact_mut(width).enumerate() {
                 let row = task * TASK_ROWS + i;
                 x.iter_mut().zip(columns).for_each(|(x, column)| *x = column[row]);
                 for (tree, &first) in self.trees.iter().zip(&self.first_output) {
-                    tree.explain(&x, &mut path, &mut phi[first * stride..], stride);
+                    tree.explain(&x, &mut path, &inverse, &mut phi[first * stride..], stride);
                 }
                 for (k, block) in phi.chunks_exact_mut(stride).enumerate() {
                     if self.scale != 1.0 {

@@ -48,7 +48,7 @@ fn grow(
 /// A tree's expected output when only the features in `known` (a bit set)
 /// are known: known features follow the row, unknown ones both branches in
 /// proportion to their cover.
-fn conditional(tree: &Tree, cover: &[f32], node: usize, x: &[f64], known: u32, k: usize, width: usize) -> f64 {
+fn conditional(tree: &Tree, cover: &[f32], node: usize, x: &[f64], known: u32, k: usize) -> f64 {
     match &tree.nodes[node] {
         Node::Leaf { value } => tree.values[*value as usize + k],
         Node::Split { feature, test, default_left, left, right } => {
@@ -56,15 +56,14 @@ fn conditional(tree: &Tree, cover: &[f32], node: usize, x: &[f64], known: u32, k
             if known >> feature & 1 == 1 {
                 let v = x[*feature as usize];
                 let go_left = if v.is_nan() { *default_left } else { test.goes_left(v) };
-                return conditional(tree, cover, if go_left { l } else { r }, x, known, k, width);
+                return conditional(tree, cover, if go_left { l } else { r }, x, known, k);
             }
             let parent = f64::from(cover[node]);
             if parent == 0.0 {
                 return 0.0;
             }
             let share = |c: usize| f64::from(cover[c]) / parent;
-            share(l) * conditional(tree, cover, l, x, known, k, width)
-                + share(r) * conditional(tree, cover, r, x, known, k, width)
+            share(l) * conditional(tree, cover, l, x, known, k) + share(r) * conditional(tree, cover, r, x, known, k)
         }
     }
 }
@@ -85,7 +84,7 @@ fn brute_force(model: &Model, x: &[f64], width: usize, leaf_k: impl Fn(usize) ->
         let out = if model.boosting().is_some() { t % width } else { 0 };
         for k in 0..(if model.boosting().is_some() { 1 } else { width }) {
             let block = out + k;
-            let v = |known: u32| conditional(tree, cover, 0, x, known, leaf_k(k), width);
+            let v = |known: u32| conditional(tree, cover, 0, x, known, leaf_k(k));
             for i in 0..m {
                 for known in 0u32..1 << m {
                     if known >> i & 1 == 1 {

@@ -173,27 +173,20 @@ impl ShapTree {
 
     /// Adds each feature's contribution to this tree's output for the row
     /// `x` into `phi`: output `k`'s contribution of feature `f` at
-    /// `phi[k * stride + f]`. `path` holds at least [`ShapTree::path_len`] steps.
-    pub(crate) fn explain(&self, x: &[f64], path: &mut [Step], phi: &mut [f64], stride: usize) {
-        self.visit(0, x, path, 0, (1.0, 1.0, LEAF), phi, stride);
+    /// `phi[k * stride + f]`. `path` holds at least [`ShapTree::path_len`]
+    /// steps and `inverse` the reciprocals `1/k` up to `k = depth + 2` (see [`reciprocals`]).
+    pub(crate) fn explain(&self, x: &[f64], path: &mut [Step], inverse: &[f64], phi: &mut [f64], stride: usize) {
+        let mut walk = Walk { x, inverse, phi, stride };
+        self.visit(0, &mut walk, path, 0, (1.0, 1.0, LEAF));
     }
 
     /// Visits `node`: the path so far is `path[..len]`; it is extended by the
     /// branch into this node, taken by `share` of the training weight and by
     /// the row when `one` is 1, on `feature`. Each child works on a copy of
     /// the path placed after this one.
-    #[allow(clippy::too_many_arguments)]
-    fn visit(
-        &self,
-        node: usize,
-        x: &[f64],
-        path: &mut [Step],
-        len: usize,
-        (zero, one, feature): (f64, f64, u32),
-        phi: &mut [f64],
-        stride: usize,
-    ) {
-        extend(&mut path[..=len], zero, one, feature);
+    fn visit(&self, node: usize, walk: &mut Walk<'_>, path: &mut [Step], len: usize, step: (f64, f64, u32)) {
+        let (zero, one, feature) = step;
+        extend(&mut path[..=len], zero, one, feature, walk.inverse);
         let len = len + 1;
         let n = self.nodes[node];
         if n.feature == LEAF {
@@ -201,14 +194,14 @@ impl ShapTree {
             // Step 0 stands for the root, no feature.
             for i in 1..len {
                 let step = path[i];
-                let scale = unwound_sum(&path[..len], i) * (step.one - step.zero);
+                let scale = unwound_sum(&path[..len], i, walk.inverse) * (step.one - step.zero);
                 for (k, v) in values.iter().enumerate() {
-                    phi[k * stride + step.feature as usize] += scale * v;
+                    walk.phi[k * walk.stride + step.feature as usize] += scale * v;
                 }
             }
             return;
         }
-        let (hot, cold, hot_share, cold_share) = if self.goes_left(&n, x) {
+        let (hot, cold, hot_share, cold_share) = if self.goes_left(&n, walk.x) {
             (n.left, n.right, n.left_share, n.right_share)
         } else {
             (n.right, n.left, n.right_share, n.left_share)
@@ -218,7 +211,7 @@ impl ShapTree {
         let (mut seen_zero, mut seen_one, mut kept) = (1.0, 1.0, len);
         if let Some(i) = (1..len).find(|&i| path[i].feature == n.feature) {
             (seen_zero, seen_one) = (path[i].zero, path[i].one);
-            unwind(&mut path[..len], i);
+            unwind(&mut path[..len], i, walk.inverse);
             kept = len - 1;
         }
         let (here, next) = path.split_at_mut(len);
@@ -230,9 +223,27 @@ impl ShapTree {
                 continue;
             }
             next[..kept].copy_from_slice(&here[..kept]);
-            self.visit(child as usize, x, next, kept, (zero, one, n.feature), phi, stride);
+            self.visit(child as usize, walk, next, kept, (zero, one, n.feature));
         }
     }
+}
+
+/// What a walk of one tree for one row reads and adds to.
+struct Walk<'a> {
+    /// The row's feature values.
+    x: &'a [f64],
+    /// `inverse[k] = 1/k`.
+    inverse: &'a [f64],
+    /// The row's contributions.
+    phi: &'a mut [f64],
+    /// Values per output in `phi`.
+    stride: usize,
+}
+
+/// `1/k` for `k` in `0..=n` (`inverse[0]` unused): the walk multiplies by
+/// them where the algorithm divides by path positions.
+pub(crate) fn reciprocals(n: usize) -> Vec<f64> {
+    (0..=n).map(|k| if k == 0 { 0.0 } else { 1.0 / k as f64 }).collect()
 }
 
 /// Adds a step (`zero`, `one`, `feature`) to the path `path[..n]`, which
@@ -240,29 +251,34 @@ impl ShapTree {
 /// subset of size `s` of the path's features weighs `s!(d - s - 1)!/d!`
 /// times the product of the `one`s of its features and the `zero`s of the others.
 #[inline]
-fn extend(path: &mut [Step], zero: f64, one: f64, feature: u32) {
+fn extend(path: &mut [Step], zero: f64, one: f64, feature: u32, inverse: &[f64]) {
     let n = path.len() - 1;
     path[n] = Step { feature, zero, one, weight: if n == 0 { 1.0 } else { 0.0 } };
-    let d = (n + 1) as f64;
+    let by_d = inverse[n + 1];
     for i in (0..n).rev() {
-        path[i + 1].weight += one * path[i].weight * (i + 1) as f64 / d;
-        path[i].weight = zero * path[i].weight * (n - i) as f64 / d;
+        path[i + 1].weight += one * path[i].weight * (i + 1) as f64 * by_d;
+        path[i].weight = zero * path[i].weight * (n - i) as f64 * by_d;
     }
 }
 
-/// Takes step `i` out of the path, undoing its [`extend`].
-fn unwind(path: &mut [Step], i: usize) {
+/// Takes step `i` out of the path, undoing its [`extend`]. A step's `one`
+/// is 1 or 0: the row takes all of its feature's branches, or not.
+fn unwind(path: &mut [Step], i: usize, inverse: &[f64]) {
     let last = path.len() - 1;
     let Step { zero, one, .. } = path[i];
     let d = (last + 1) as f64;
-    let mut next = path[last].weight;
-    for j in (0..last).rev() {
-        if one != 0.0 {
+    let by_d = inverse[last + 1];
+    if one != 0.0 {
+        let mut next = path[last].weight;
+        for j in (0..last).rev() {
             let w = path[j].weight;
-            path[j].weight = next * d / ((j + 1) as f64 * one);
-            next = w - path[j].weight * zero * (last - j) as f64 / d;
-        } else {
-            path[j].weight = path[j].weight * d / (zero * (last - j) as f64);
+            path[j].weight = next * d * inverse[j + 1];
+            next = w - path[j].weight * zero * (last - j) as f64 * by_d;
+        }
+    } else {
+        let scale = d / zero;
+        for j in (0..last).rev() {
+            path[j].weight *= scale * inverse[last - j];
         }
     }
     for j in i..last {
@@ -273,22 +289,25 @@ fn unwind(path: &mut [Step], i: usize) {
 
 /// The total weight of the path with step `i` unwound, without unwinding it.
 #[inline]
-fn unwound_sum(path: &[Step], i: usize) -> f64 {
+fn unwound_sum(path: &[Step], i: usize, inverse: &[f64]) -> f64 {
     let last = path.len() - 1;
     let Step { zero, one, .. } = path[i];
     let d = (last + 1) as f64;
     let mut total = 0.0;
     if one != 0.0 {
+        let by_d = inverse[last + 1];
         let mut next = path[last].weight;
         for j in (0..last).rev() {
-            let w = next * d / ((j + 1) as f64 * one);
+            let w = next * d * inverse[j + 1];
             total += w;
-            next = path[j].weight - w * zero * (last - j) as f64 / d;
+            next = path[j].weight - w * zero * (last - j) as f64 * by_d;
         }
     } else {
+        let scale = d / zero;
         for j in (0..last).rev() {
-            total += path[j].weight * d / (zero * (last - j) as f64);
+            total += path[j].weight * inverse[last - j];
         }
+        total *= scale;
     }
     total
 }
