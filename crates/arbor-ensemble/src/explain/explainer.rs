@@ -2,12 +2,13 @@
 
 use rayon::prelude::*;
 
+use crate::explain::leaf_patterns::LeafPatterns;
 use crate::explain::tree_shap::{reciprocals, ShapTree, Step};
 use crate::predict::arg_max;
 use crate::{ArborError, Model, Result, Task, Voting};
 
 /// Rows one parallel task explains.
-const TASK_ROWS: usize = 16;
+const TASK_ROWS: usize = 64;
 
 /// Everything explaining a model's rows needs ([`Model::explainer`]): each
 /// tree with the values it explains and the output it adds to, and each
@@ -107,28 +108,44 @@ impl Explainer {
 
     /// Explains `n_rows` rows of raw feature values (column-major, NaN for
     /// missing, categories as their 1-based bin): per row, `outputs` blocks
-    /// of one contribution per feature then the bias. Rows are shared out
-    /// between threads; each row's sums run in tree order, so the result
+    /// of one contribution per feature then the bias. Trees shallow enough
+    /// for the rows to pay for them get leaf tables first. Rows are shared
+    /// out between threads, each task taking its rows through one tree
+    /// after another; each row's sums run in tree order, so the result
     /// does not depend on the threads.
     pub(crate) fn explain_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Vec<f64> {
-        let stride = self.n_features + 1;
+        let patterns: Vec<Option<LeafPatterns>> =
+            self.trees.par_iter().map(|tree| LeafPatterns::new(tree, n_rows)).collect();
+        let n_features = self.n_features;
+        let stride = n_features + 1;
         let width = stride * self.outputs;
         let mut values = vec![0.0; n_rows * width];
         values.par_chunks_mut(TASK_ROWS * width).enumerate().for_each(|(task, out)| {
             let mut path = vec![Step::default(); self.path_len];
             let inverse = reciprocals(self.path_len);
-            let mut x = vec![0.0; self.n_features];
-            for (i, phi) in out.chunks_exact_mut(width).enumerate() {
-                let row = task * TASK_ROWS + i;
-                x.iter_mut().zip(columns).for_each(|(x, column)| *x = column[row]);
-                for (tree, &first) in self.trees.iter().zip(&self.first_output) {
-                    tree.explain(&x, &mut path, &inverse, &mut phi[first * stride..], stride);
+            let rows = out.len() / width;
+            // The task's rows, row-major.
+            let mut x = vec![0.0; rows * n_features];
+            for (f, column) in columns.iter().enumerate() {
+                for (i, &v) in column[task * TASK_ROWS..task * TASK_ROWS + rows].iter().enumerate() {
+                    x[i * n_features + f] = v;
                 }
+            }
+            for ((tree, &first), patterns) in self.trees.iter().zip(&self.first_output).zip(&patterns) {
+                for (x, phi) in x.chunks_exact(n_features).zip(out.chunks_exact_mut(width)) {
+                    let phi = &mut phi[first * stride..];
+                    match patterns {
+                        Some(patterns) => patterns.explain(tree, x, phi, stride),
+                        None => tree.explain(x, &mut path, &inverse, phi, stride),
+                    }
+                }
+            }
+            for phi in out.chunks_exact_mut(width) {
                 for (k, block) in phi.chunks_exact_mut(stride).enumerate() {
                     if self.scale != 1.0 {
                         block.iter_mut().for_each(|v| *v *= self.scale);
                     }
-                    block[self.n_features] = self.bias[k];
+                    block[n_features] = self.bias[k];
                 }
             }
         });

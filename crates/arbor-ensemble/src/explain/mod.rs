@@ -1,6 +1,6 @@
 //! Explaining predictions: each feature's SHAP contribution to each row's
-//! raw score, by exact TreeSHAP ([`tree_shap`]) over every tree
-//! ([`explainer`]).
+//! raw score, by exact TreeSHAP ([`tree_shap`]), or from per-leaf tables
+//! built once for many rows ([`leaf_patterns`]), over every tree ([`explainer`]).
 //!
 //! A row's contributions come in blocks, one per output explained: a
 //! regression's value, a boosted model's raw score (the margin before its
@@ -12,6 +12,7 @@
 //! take each split's default branch, as in prediction.
 
 pub(crate) mod explainer;
+pub(crate) mod leaf_patterns;
 pub(crate) mod tree_shap;
 
 use std::sync::Arc;

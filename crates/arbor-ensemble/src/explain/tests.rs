@@ -4,6 +4,8 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::explain::leaf_patterns::LeafPatterns;
+use crate::explain::tree_shap::{reciprocals, ShapTree, Step};
 use crate::model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::{Classes, Loss, Model};
@@ -25,6 +27,19 @@ fn grow(
     width: usize,
     rng: &mut ChaCha8Rng,
 ) {
+    grow_covered(tree, parent, depth, (n_features, width), 1000, rng);
+}
+
+/// [`grow`] below a node that `cover` rows reached, shared out between its
+/// children at random (one may get none, as with sample weights of 0).
+fn grow_covered(
+    tree: &mut TreeBuilder,
+    parent: Option<(NodeId, Side)>,
+    depth: usize,
+    (n_features, width): (usize, usize),
+    cover: u32,
+    rng: &mut ChaCha8Rng,
+) {
     let leaf = depth == 0 || (parent.is_some() && rng.random_bool(0.2));
     let id = if leaf {
         let values: Vec<f64> = (0..width).map(|_| rng.random_range(-3.0..3.0)).collect();
@@ -37,12 +52,12 @@ fn grow(
             SplitTest::LessOrEqual(f64::from(rng.random_range(0..10u8)) + 0.5)
         };
         let id = tree.add_split(parent, feature, test, rng.random_bool(0.5)).unwrap();
-        grow(tree, Some((id, Side::Left)), depth - 1, n_features, width, rng);
-        grow(tree, Some((id, Side::Right)), depth - 1, n_features, width, rng);
+        let left = rng.random_range(0..=cover);
+        grow_covered(tree, Some((id, Side::Left)), depth - 1, (n_features, width), left, rng);
+        grow_covered(tree, Some((id, Side::Right)), depth - 1, (n_features, width), cover - left, rng);
         id
     };
-    // Covers need not add up: TreeSHAP only reads each child's share of its parent's.
-    tree.cover(id, f64::from(rng.random_range(0..20u8))).unwrap();
+    tree.cover(id, f64::from(cover)).unwrap();
 }
 
 /// A tree's expected output when only the features in `known` (a bit set)
@@ -142,11 +157,53 @@ fn tree_shap_equals_shapley_values_by_definition() {
         let model = builder.build().unwrap();
         let columns = rows(n_features, 12, &mut rng);
         let got = model.contributions_columns(&columns, 12).unwrap();
+        // Many rows pay for leaf tables: the first twelve again, then others.
+        let mut many = columns.clone();
+        many.iter_mut().zip(rows(n_features, 4000, &mut rng)).for_each(|(c, more)| c.extend(more));
+        let tabled = model.contributions_columns(&many, 4012).unwrap();
         for r in 0..12 {
             let x: Vec<f64> = columns.iter().map(|c| c[r]).collect();
-            assert_close(got.row(r), &brute_force(&model, &x, 1, |_| 0), &format!("case {case}, row {r}"));
+            let want = brute_force(&model, &x, 1, |_| 0);
+            assert_close(got.row(r), &want, &format!("case {case}, row {r}"));
+            assert_close(tabled.row(r), &want, &format!("case {case}, row {r}, from leaf tables"));
         }
     }
+}
+
+/// Leaf tables give what the walk gives, row for row, on trees of every
+/// depth they are built for, forest leaves of three values included.
+#[test]
+fn leaf_tables_explain_as_the_walk_does() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut built = 0;
+    for case in 0..30 {
+        let width = 1 + 2 * (case % 2);
+        let mut tree = TreeBuilder::new();
+        grow(&mut tree, None, 2 + case % 9, 6, width, &mut rng);
+        let classes = Classes::Int((0..3).collect());
+        let mut builder = match width {
+            1 => ModelBuilder::regression("y", features(6)).unwrap(),
+            _ => ModelBuilder::classification("y", classes, features(6)).unwrap(),
+        };
+        builder.add_tree(tree).unwrap();
+        let model = builder.build().unwrap();
+        let shap = ShapTree::new(&model.trees()[0], model.node_cover().unwrap().tree(0), width, width, |v, out| {
+            out.extend_from_slice(v)
+        });
+        let Some(tables) = LeafPatterns::new(&shap, usize::MAX) else { continue };
+        built += 1;
+        let columns = rows(6, 50, &mut rng);
+        let mut path = vec![Step::default(); shap.path_len()];
+        let inverse = reciprocals(shap.path_len());
+        for r in 0..50 {
+            let x: Vec<f64> = columns.iter().map(|c| c[r]).collect();
+            let (mut walked, mut tabled) = (vec![0.0; 7 * width], vec![0.0; 7 * width]);
+            shap.explain(&x, &mut path, &inverse, &mut walked, 7);
+            tables.explain(&shap, &x, &mut tabled, 7);
+            assert_close(&tabled, &walked, &format!("case {case}, row {r}"));
+        }
+    }
+    assert!(built >= 25, "tables were built for {built} trees");
 }
 
 #[test]

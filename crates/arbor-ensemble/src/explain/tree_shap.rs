@@ -17,34 +17,34 @@
 use crate::model::tree::{Node, SplitTest, Tree};
 
 /// A split node's feature is below this; leaves hold it.
-const LEAF: u32 = u32::MAX;
+pub(super) const LEAF: u32 = u32::MAX;
 /// A split with the plain `x <= threshold` test.
 const PLAIN: u32 = u32::MAX;
 
 /// One node as the walk reads it.
 #[derive(Clone, Copy, Debug)]
-struct ShapNode {
+pub(super) struct ShapNode {
     /// The feature tested, or [`LEAF`].
-    feature: u32,
+    pub(super) feature: u32,
     /// Children (splits); for a leaf, `left` is the offset of its values.
-    left: u32,
-    right: u32,
+    pub(super) left: u32,
+    pub(super) right: u32,
     threshold: f64,
     /// [`PLAIN`], or the index of the split's test in [`ShapTree::tests`].
     test: u32,
     default_left: bool,
     /// The children's covers over this node's (0 when this node has none).
-    left_share: f64,
-    right_share: f64,
+    pub(super) left_share: f64,
+    pub(super) right_share: f64,
 }
 
 /// A tree laid out for TreeSHAP, with the values it explains.
 #[derive(Clone, Debug)]
 pub(crate) struct ShapTree {
-    nodes: Vec<ShapNode>,
+    pub(super) nodes: Vec<ShapNode>,
     /// `width` values per leaf.
-    values: Vec<f64>,
-    width: usize,
+    pub(super) values: Vec<f64>,
+    pub(super) width: usize,
     /// Tests other than `x <= threshold`.
     tests: Vec<SplitTest>,
     /// The longest root-to-leaf path, in edges.
@@ -56,7 +56,7 @@ pub(crate) struct ShapTree {
 /// One distinct feature on the path from the root.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Step {
-    feature: u32,
+    pub(super) feature: u32,
     /// The share of training weight that took the path's branches on this feature.
     zero: f64,
     /// 1 when the row takes them all, else 0.
@@ -160,7 +160,7 @@ impl ShapTree {
     /// Does the row, whose feature values are `x` (NaN when missing), go
     /// left at split `n`?
     #[inline]
-    fn goes_left(&self, n: &ShapNode, x: &[f64]) -> bool {
+    pub(super) fn goes_left(&self, n: &ShapNode, x: &[f64]) -> bool {
         let v = x[n.feature as usize];
         if v.is_nan() {
             n.default_left
@@ -251,7 +251,7 @@ pub(crate) fn reciprocals(n: usize) -> Vec<f64> {
 /// subset of size `s` of the path's features weighs `s!(d - s - 1)!/d!`
 /// times the product of the `one`s of its features and the `zero`s of the others.
 #[inline]
-fn extend(path: &mut [Step], zero: f64, one: f64, feature: u32, inverse: &[f64]) {
+pub(super) fn extend(path: &mut [Step], zero: f64, one: f64, feature: u32, inverse: &[f64]) {
     let n = path.len() - 1;
     path[n] = Step { feature, zero, one, weight: if n == 0 { 1.0 } else { 0.0 } };
     let by_d = inverse[n + 1];
@@ -289,7 +289,7 @@ fn unwind(path: &mut [Step], i: usize, inverse: &[f64]) {
 
 /// The total weight of the path with step `i` unwound, without unwinding it.
 #[inline]
-fn unwound_sum(path: &[Step], i: usize, inverse: &[f64]) -> f64 {
+pub(super) fn unwound_sum(path: &[Step], i: usize, inverse: &[f64]) -> f64 {
     let last = path.len() - 1;
     let Step { zero, one, .. } = path[i];
     let d = (last + 1) as f64;
