@@ -112,7 +112,8 @@ impl LeafPatterns {
     /// are) into `phi`, as [`ShapTree::explain`] does.
     pub(crate) fn explain(&self, tree: &ShapTree, x: &[f64], phi: &mut [f64], stride: usize) {
         let mut features = [0u32; MAX_PATH_FEATURES];
-        self.visit(tree, 0, x, 0, (&mut features, 0), phi, stride);
+        let mut row = Row { tree, x, phi, stride };
+        self.visit(&mut row, 0, 0, (&mut features, 0));
     }
 
     /// Visits `node` with the row's agreement so far: bit `i` of `pattern`
@@ -120,23 +121,20 @@ impl LeafPatterns {
     /// distinct features met.
     fn visit(
         &self,
-        tree: &ShapTree,
+        row: &mut Row<'_>,
         node: usize,
-        x: &[f64],
         pattern: usize,
         (features, d): (&mut [u32; MAX_PATH_FEATURES], usize),
-        phi: &mut [f64],
-        stride: usize,
     ) {
-        let n = tree.nodes[node];
+        let n = row.tree.nodes[node];
         if n.feature == LEAF {
             let leaf = &self.leaves[self.slot[node] as usize];
-            let width = tree.width;
+            let width = row.tree.width;
             let at = leaf.offset + pattern * d * width;
             let values = &self.values[at..at + d * width];
             for (&feature, values) in leaf.features.iter().zip(values.chunks_exact(width)) {
                 for (k, v) in values.iter().enumerate() {
-                    phi[k * stride + feature as usize] += v;
+                    row.phi[k * row.stride + feature as usize] += v;
                 }
             }
             return;
@@ -148,9 +146,18 @@ impl LeafPatterns {
                 (d, d + 1, 1)
             }
         };
-        let (hot, cold) = if tree.goes_left(&n, x) { (n.left, n.right) } else { (n.right, n.left) };
+        let (hot, cold) = if row.tree.goes_left(&n, row.x) { (n.left, n.right) } else { (n.right, n.left) };
         let without = pattern & !(1 << i);
-        self.visit(tree, hot as usize, x, without | agreed << i, (features, d), phi, stride);
-        self.visit(tree, cold as usize, x, without, (features, d), phi, stride);
+        self.visit(row, hot as usize, without | agreed << i, (features, d));
+        self.visit(row, cold as usize, without, (features, d));
     }
+}
+
+/// The row a walk explains, and where its contributions go.
+struct Row<'a> {
+    tree: &'a ShapTree,
+    x: &'a [f64],
+    phi: &'a mut [f64],
+    /// Values per output in `phi`.
+    stride: usize,
 }
