@@ -177,6 +177,18 @@ fn node_covers_are_the_training_weight_and_round_trip() {
     }
 }
 
+/// Covers that are not whole numbers (a logistic loss's hessians) are
+/// stored as floats, and come back as they were.
+#[test]
+fn fractional_node_covers_round_trip() {
+    let model =
+        common::fit(&common::read("cancer_cls_train.parquet", usize::MAX), "algorithm=gradient-boosting n_rounds=3");
+    let cover = model.node_cover().unwrap();
+    assert!(cover.tree(0).iter().any(|c| c.fract() != 0.0), "hessians of the logistic loss");
+    let loaded = Model::from_bytes(&model.to_bytes()).unwrap();
+    assert_eq!(loaded.node_cover(), Some(cover));
+}
+
 /// A model written in format 3 (by the build before node covers; 5
 /// boosting rounds on cancer) still loads and predicts, and asking it for
 /// contributions says why it cannot give them.

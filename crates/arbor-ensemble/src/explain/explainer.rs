@@ -24,8 +24,6 @@ pub struct Explainer {
     bias: Vec<f64>,
     /// What the trees' sum is multiplied by: 1 for boosting, 1/trees for forests.
     scale: f64,
-    /// Path steps the deepest tree needs.
-    path_len: usize,
 }
 
 impl Explainer {
@@ -84,16 +82,7 @@ impl Explainer {
         if scale != 1.0 {
             bias.iter_mut().for_each(|b| *b *= scale);
         }
-        let path_len = laid_out.iter().map(ShapTree::path_len).max().unwrap_or(0);
-        Ok(Explainer {
-            trees: laid_out,
-            first_output,
-            n_features: model.features().len(),
-            outputs,
-            bias,
-            scale,
-            path_len,
-        })
+        Ok(Explainer { trees: laid_out, first_output, n_features: model.features().len(), outputs, bias, scale })
     }
 
     /// Blocks of contributions per row: one per output explained.
@@ -108,45 +97,53 @@ impl Explainer {
 
     /// Explains `n_rows` rows of raw feature values (column-major, NaN for
     /// missing, categories as their 1-based bin): per row, `outputs` blocks
-    /// of one contribution per feature then the bias. Trees shallow enough
-    /// for the rows to pay for them get leaf tables first. Rows are shared
-    /// out between threads, each task taking its rows through one tree
-    /// after another; each row's sums run in tree order, so the result
-    /// does not depend on the threads.
+    /// of one contribution per feature then the bias. The trees take turns,
+    /// each explaining every row, so a tree's leaf tables (built when the
+    /// rows pay for them) are all the memory it adds, and rows are shared out
+    /// between threads; each row's sums run in tree order, so the result does
+    /// not depend on the threads.
     pub(crate) fn explain_columns(&self, columns: &[Vec<f64>], n_rows: usize) -> Vec<f64> {
-        let patterns: Vec<Option<LeafPatterns>> =
-            self.trees.par_iter().map(|tree| LeafPatterns::new(tree, n_rows)).collect();
         let n_features = self.n_features;
         let stride = n_features + 1;
         let width = stride * self.outputs;
-        let mut values = vec![0.0; n_rows * width];
-        values.par_chunks_mut(TASK_ROWS * width).enumerate().for_each(|(task, out)| {
-            let mut path = vec![Step::default(); self.path_len];
-            let inverse = reciprocals(self.path_len);
-            let rows = out.len() / width;
-            // The task's rows, row-major.
-            let mut x = vec![0.0; rows * n_features];
+        // Each row's features together.
+        let mut x = vec![0.0; n_rows * n_features];
+        x.par_chunks_mut(TASK_ROWS * n_features).enumerate().for_each(|(task, x)| {
             for (f, column) in columns.iter().enumerate() {
-                for (i, &v) in column[task * TASK_ROWS..task * TASK_ROWS + rows].iter().enumerate() {
+                let rows = &column[task * TASK_ROWS..task * TASK_ROWS + x.len() / n_features];
+                for (i, &v) in rows.iter().enumerate() {
                     x[i * n_features + f] = v;
                 }
             }
-            for ((tree, &first), patterns) in self.trees.iter().zip(&self.first_output).zip(&patterns) {
-                for (x, phi) in x.chunks_exact(n_features).zip(out.chunks_exact_mut(width)) {
-                    let phi = &mut phi[first * stride..];
-                    match patterns {
-                        Some(patterns) => patterns.explain(tree, x, phi, stride),
-                        None => tree.explain(x, &mut path, &inverse, phi, stride),
+        });
+        let mut values = vec![0.0; n_rows * width];
+        for (tree, &first) in self.trees.iter().zip(&self.first_output) {
+            let patterns = LeafPatterns::new(tree, n_rows);
+            let tasks = values.par_chunks_mut(TASK_ROWS * width).zip(x.par_chunks(TASK_ROWS * n_features));
+            tasks.for_each(|(out, x)| {
+                let rows = x.chunks_exact(n_features).zip(out.chunks_exact_mut(width));
+                match &patterns {
+                    Some(patterns) => {
+                        for (x, phi) in rows {
+                            patterns.explain(tree, x, &mut phi[first * stride..], stride);
+                        }
+                    }
+                    None => {
+                        let mut path = vec![Step::default(); tree.path_len()];
+                        let inverse = reciprocals(tree.path_len());
+                        for (x, phi) in rows {
+                            tree.explain(x, &mut path, &inverse, &mut phi[first * stride..], stride);
+                        }
                     }
                 }
-            }
-            for phi in out.chunks_exact_mut(width) {
-                for (k, block) in phi.chunks_exact_mut(stride).enumerate() {
-                    if self.scale != 1.0 {
-                        block.iter_mut().for_each(|v| *v *= self.scale);
-                    }
-                    block[n_features] = self.bias[k];
+            });
+        }
+        values.par_chunks_mut(width).for_each(|phi| {
+            for (k, block) in phi.chunks_exact_mut(stride).enumerate() {
+                if self.scale != 1.0 {
+                    block.iter_mut().for_each(|v| *v *= self.scale);
                 }
+                block[n_features] = self.bias[k];
             }
         });
         values

@@ -12,10 +12,13 @@
 //! A tree gets tables when they fit [`MAX_TABLE_VALUES`] and building them
 //! costs less than walking the rows to explain.
 
+use rayon::prelude::*;
+
 use crate::explain::tree_shap::{extend, unwound_sum, ShapTree, Step, LEAF};
 
-/// The most table values one tree may hold (8 MiB of f64).
-const MAX_TABLE_VALUES: usize = 1 << 20;
+/// The most table values one tree may hold (64 MiB of f64; one tree's
+/// tables exist at a time).
+const MAX_TABLE_VALUES: usize = 1 << 23;
 /// The most distinct features a leaf's path may test for tables to be built.
 const MAX_PATH_FEATURES: usize = 20;
 
@@ -73,38 +76,23 @@ impl LeafPatterns {
         }
         let longest = paths.iter().map(|(_, p)| p.len()).max().unwrap_or(0);
         let inverse = super::tree_shap::reciprocals(longest + 2);
-        let mut steps = vec![Step::default(); longest + 1];
         let mut slot = vec![u32::MAX; tree.nodes.len()];
         let mut leaves = Vec::with_capacity(paths.len());
         let mut values = vec![0.0; table];
-        let mut offset = 0;
-        for (node, path) in paths {
-            let d = path.len();
-            let leaf = tree.nodes[node].left as usize;
-            let leaf_values = &tree.values[leaf..leaf + width];
-            for pattern in 0..1usize << d {
-                let one = |i: usize| (pattern >> i & 1) as f64;
-                // A feature neither the row nor any training weight takes
-                // there zeroes every subset's weight: the leaf adds nothing.
-                if path.iter().enumerate().any(|(i, &(_, zero))| zero == 0.0 && one(i) == 0.0) {
-                    continue;
-                }
-                extend(&mut steps[..1], 1.0, 1.0, LEAF, &inverse);
-                for (i, &(feature, zero)) in path.iter().enumerate() {
-                    extend(&mut steps[..i + 2], zero, one(i), feature, &inverse);
-                }
-                let at = offset + pattern * d * width;
-                for (i, &(_, zero)) in path.iter().enumerate() {
-                    let scale = unwound_sum(&steps[..d + 1], i + 1, &inverse) * (one(i) - zero);
-                    for (k, v) in leaf_values.iter().enumerate() {
-                        values[at + i * width + k] = scale * v;
-                    }
-                }
-            }
-            slot[node] = leaves.len() as u32;
+        // Each leaf's part of the table, filled in parallel.
+        let mut parts = Vec::with_capacity(paths.len());
+        let (mut rest, mut offset) = (values.as_mut_slice(), 0);
+        for (node, path) in &paths {
+            let size = (path.len() << path.len()) * width;
+            let (part, tail) = rest.split_at_mut(size);
+            rest = tail;
+            slot[*node] = leaves.len() as u32;
             leaves.push(PatternLeaf { features: path.iter().map(|&(f, _)| f).collect(), offset });
-            offset += (d << d) * width;
+            offset += size;
+            let leaf = tree.nodes[*node].left as usize;
+            parts.push((path, &tree.values[leaf..leaf + width], part));
         }
+        parts.into_par_iter().for_each(|(path, leaf_values, part)| fill(path, leaf_values, part, &inverse));
         Some(LeafPatterns { slot, leaves, values })
     }
 
@@ -150,6 +138,33 @@ impl LeafPatterns {
         let without = pattern & !(1 << i);
         self.visit(row, hot as usize, without | agreed << i, (features, d));
         self.visit(row, cold as usize, without, (features, d));
+    }
+}
+
+/// Fills one leaf's table, `out`: for every pattern of agreement with the
+/// distinct features of its `path` (feature, share of the training weight),
+/// what the leaf (of `leaf_values`) adds to each feature's contributions.
+fn fill(path: &[(u32, f64)], leaf_values: &[f64], out: &mut [f64], inverse: &[f64]) {
+    let d = path.len();
+    let width = leaf_values.len();
+    let mut steps = vec![Step::default(); d + 1];
+    for (pattern, out) in out.chunks_exact_mut((d * width).max(1)).enumerate() {
+        let one = |i: usize| (pattern >> i & 1) as f64;
+        // A feature neither the row nor any training weight takes there
+        // zeroes every subset's weight: the leaf adds nothing.
+        if path.iter().enumerate().any(|(i, &(_, zero))| zero == 0.0 && one(i) == 0.0) {
+            continue;
+        }
+        extend(&mut steps[..1], 1.0, 1.0, LEAF, inverse);
+        for (i, &(feature, zero)) in path.iter().enumerate() {
+            extend(&mut steps[..i + 2], zero, one(i), feature, inverse);
+        }
+        for (i, &(_, zero)) in path.iter().enumerate() {
+            let scale = unwound_sum(&steps, i + 1, inverse) * (one(i) - zero);
+            for (k, v) in leaf_values.iter().enumerate() {
+                out[i * width + k] = scale * v;
+            }
+        }
     }
 }
 
