@@ -105,6 +105,8 @@ fn raw_scores(model: &Model, batch: &RecordBatch) -> Vec<Vec<f64>> {
 fn contributions_add_up_to_every_models_raw_score() {
     let cases = [
         ("flights_cls", "algorithm=gradient-boosting n_rounds=20"),
+        // Early stopping drops the rounds after the best one, and their covers with them.
+        ("flights_cls", "algorithm=gradient-boosting n_rounds=60 learning_rate=0.9 early_stopping_rounds=2"),
         ("diamonds_reg", "algorithm=gradient-boosting n_rounds=20"),
         ("digits_cls", "algorithm=gradient-boosting n_rounds=4"),
         ("cancer_cls", "n_trees=10"),
@@ -117,6 +119,10 @@ fn contributions_add_up_to_every_models_raw_score() {
         let train = common::read(&format!("{set}_train.parquet"), 20_000);
         let test = common::read(&format!("{set}_test.parquet"), 300);
         let model = common::fit(&train, options);
+        if let Some(stopped) = model.boosting().and_then(|b| b.early_stopping.as_ref()) {
+            assert!(stopped.best_round < 60, "{options}: stopped early");
+            assert_eq!(model.node_cover().unwrap().len(), model.trees().len());
+        }
         let got = model.contributions(&test).unwrap();
         let raw = raw_scores(&model, &test);
         // The reference walk is the model's own scoring where no link intervenes.
