@@ -652,8 +652,18 @@ fn predict_writes_contributions() {
         }
     }
 
-    let unwritten = dir.path().join("never.parquet");
+    // inspect says which models can explain.
+    let text = ok(&["inspect", "--model", s(&imported)]);
+    assert!(text.contains("explains     yes"), "{text}");
     let v3 = interop("cancer_gbt_v3.arbor");
+    let text = ok(&["inspect", "--model", s(&v3)]);
+    assert!(text.contains("explains     no") && text.contains("format 4"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&v3), "--json"])).unwrap();
+    assert_eq!(json["node_cover"], false);
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    assert_eq!(json["node_cover"], true);
+
+    let unwritten = dir.path().join("never.parquet");
     let cancer = data("cancer_cls_test.parquet");
     let err =
         fails(&["predict", "--model", s(&v3), "--input", s(&cancer), "--output", s(&unwritten), "--contributions"]);

@@ -29,7 +29,8 @@ impl Model {
     /// The model as one JSON object: `task`, `algorithm`, `classes`, `label`,
     /// `features` (`name`, `type`, `importance`), `trees` (`nodes`, `leaves`,
     /// `depth`), `params`, `oob_error`, `training_rows`, `skipped_null_labels`,
-    /// `warnings` (a list of sentences, empty for most models).
+    /// `node_cover` (whether the model records it, and so can explain its
+    /// predictions), `warnings` (a list of sentences, empty for most models).
     pub fn summary_json(&self) -> Value {
         let features: Vec<Value> = self
             .features
@@ -77,6 +78,7 @@ impl Model {
             "oob_error": self.oob_error,
             "training_rows": self.training_rows,
             "skipped_null_labels": self.skipped_null_labels,
+            "node_cover": self.cover.is_some(),
             "warnings": self.warnings(),
         })
     }
@@ -120,6 +122,11 @@ impl Model {
             leaves as f64 / shapes.len().max(1) as f64,
             depth
         );
+        let explains = match self.cover {
+            Some(_) => "yes (node covers recorded: predict --contributions)",
+            None => "no (no node covers: written before format 4; train or import it again)",
+        };
+        let _ = writeln!(s, "explains     {explains}");
         if let Some(b) = &self.boosting {
             let base: Vec<String> = b.base_score.iter().map(|v| format!("{v:.6}")).collect();
             let _ = writeln!(
