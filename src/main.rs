@@ -116,6 +116,15 @@ enum Command {
         /// How query results are printed.
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
+        /// Run on the Ballista cluster whose scheduler listens here
+        /// (`df://HOST:PORT`, see `arbor cluster`) instead of in process.
+        #[arg(long, value_name = "df://HOST:PORT")]
+        cluster: Option<String>,
+    },
+    /// Start a process of a Ballista cluster that knows arbor's functions.
+    Cluster {
+        #[command(subcommand)]
+        role: ClusterRole,
     },
     /// Convert an XGBoost (JSON) or LightGBM (text) model into an arbor model.
     Import {
@@ -128,6 +137,28 @@ enum Command {
         /// Where to write the arbor model.
         #[arg(long)]
         output: PathBuf,
+    },
+}
+
+/// The processes of a cluster; each takes Ballista's own flags.
+#[derive(Subcommand)]
+enum ClusterRole {
+    /// A scheduler: plans queries and hands their tasks to executors.
+    /// Flags: Ballista's scheduler flags (`--bind-host`, `--bind-port`, ...; see `--help`).
+    #[command(disable_help_flag = true)]
+    Scheduler {
+        /// Ballista's scheduler flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        flags: Vec<String>,
+    },
+    /// An executor: runs tasks, training and scoring included.
+    /// Flags: Ballista's executor flags (`--scheduler-host`, `--scheduler-port`,
+    /// `--bind-port`, `--bind-grpc-port`, `--work-dir`, `--concurrent-tasks`, ...; see `--help`).
+    #[command(disable_help_flag = true)]
+    Executor {
+        /// Ballista's executor flags.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        flags: Vec<String>,
     },
 }
 
@@ -170,7 +201,23 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             write!(stdout, "{}", commands::inspect(&model, format)?).map_err(io)?;
         }
-        Command::Sql { file, command, format } => {
+        Command::Cluster { role } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_stack_size(32 << 20)
+                .build()
+                .map_err(io)?;
+            let served = match role {
+                ClusterRole::Scheduler { flags } => runtime.block_on(arbor_ballista::run_scheduler(
+                    std::iter::once("arbor cluster scheduler".into()).chain(flags),
+                )),
+                ClusterRole::Executor { flags } => runtime.block_on(arbor_ballista::run_executor(
+                    std::iter::once("arbor cluster executor".into()).chain(flags),
+                )),
+            };
+            served.map_err(|e| CliError::Usage(e.to_string()))?;
+        }
+        Command::Sql { file, command, format, cluster } => {
             let format = match format {
                 Format::Table => OutputFormat::Table,
                 Format::Csv => OutputFormat::Csv,
@@ -181,11 +228,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 (Some(path), _) => std::fs::read_to_string(&path).map_err(CliError::io(path))?,
                 (None, Some(sql)) => sql,
                 (None, None) if std::io::stdin().is_terminal() => {
-                    return commands::repl(&SqlSession::new(format), &runtime, &mut stdout);
+                    let session = match &cluster {
+                        Some(url) => runtime.block_on(SqlSession::cluster(url, format))?,
+                        None => SqlSession::new(format),
+                    };
+                    return commands::repl(&session, &runtime, &mut stdout);
                 }
                 (None, None) => std::io::read_to_string(std::io::stdin()).map_err(CliError::io("<stdin>"))?,
             };
-            runtime.block_on(commands::run_sql(&sql, format, &mut stdout))?;
+            runtime.block_on(commands::run_sql(&sql, cluster.as_deref(), format, &mut stdout))?;
         }
         Command::Import { format, input, output } => {
             let format = match format {

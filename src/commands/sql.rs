@@ -41,6 +41,15 @@ impl SqlSession {
         SqlSession { ctx, format }
     }
 
+    /// A session on the Ballista cluster whose scheduler listens at `url`
+    /// (`df://HOST:PORT`): statements are planned by the scheduler and run
+    /// on its executors.
+    pub async fn cluster(url: &str, format: OutputFormat) -> Result<SqlSession, CliError> {
+        let ctx = arbor_ballista::remote(url).await?;
+        ctx.sql("SET datafusion.execution.parquet.skip_metadata = false").await?.collect().await?;
+        Ok(SqlSession { ctx, format })
+    }
+
     /// Runs every statement of `sql` in order, writing each query's result to
     /// `out`; returns how many statements ran.
     pub async fn run(&self, sql: &str, out: &mut dyn std::io::Write) -> Result<usize, CliError> {
@@ -59,9 +68,19 @@ impl SqlSession {
     }
 }
 
-/// Runs every statement of `sql` in a new session and writes each query's result to `out`.
-pub async fn run_sql(sql: &str, format: OutputFormat, out: &mut dyn std::io::Write) -> Result<(), CliError> {
-    if SqlSession::new(format).run(sql, out).await? == 0 {
+/// Runs every statement of `sql` in a new session (on the cluster at
+/// `cluster`, if given) and writes each query's result to `out`.
+pub async fn run_sql(
+    sql: &str,
+    cluster: Option<&str>,
+    format: OutputFormat,
+    out: &mut dyn std::io::Write,
+) -> Result<(), CliError> {
+    let session = match cluster {
+        Some(url) => SqlSession::cluster(url, format).await?,
+        None => SqlSession::new(format),
+    };
+    if session.run(sql, out).await? == 0 {
         return Err(CliError::Usage("no SQL statement to run".into()));
     }
     Ok(())

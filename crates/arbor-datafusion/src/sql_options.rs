@@ -35,7 +35,7 @@ pub(crate) struct SqlKey {
 }
 
 /// The keys of SQL's own, in the order the reference page lists them.
-pub(crate) const SQL_KEYS: [SqlKey; 2] = [
+pub(crate) const SQL_KEYS: [SqlKey; 3] = [
     SqlKey {
         name: "weight",
         default: "none (every row weighs 1)",
@@ -53,6 +53,14 @@ pub(crate) const SQL_KEYS: [SqlKey; 2] = [
                       with `null`, `WHERE model IS NULL` lists such groups by their keys. `arbor train` always \
                       fails on such data.",
     },
+    SqlKey {
+        name: "parts",
+        default: "none",
+        description: "On a Ballista cluster, the number of partitions the rows arrive in, which arbor's cluster \
+                      planner sets: each partition holding enough of a group's rows grows `ceil(n_trees / parts)` \
+                      trees of a random forest on them, and the final aggregate merges the forests into `n_trees` \
+                      trees allotted by rows. A single-node session ignores it.",
+    },
 ];
 
 /// Whether `key` is an option key of `train_forest` (a training key or one of SQL's own).
@@ -69,6 +77,8 @@ pub(crate) struct TrainOptions {
     pub weight: Option<String>,
     /// What a group with no row to train on gives (`on_group_error`).
     pub on_group_error: OnGroupError,
+    /// The partitions the rows arrive in on a cluster (`parts`).
+    pub parts: Option<usize>,
 }
 
 impl TrainOptions {
@@ -79,6 +89,14 @@ impl TrainOptions {
         for (key, value) in TrainParams::option_pairs(options)? {
             match key {
                 "weight" => parsed.weight = Some(value.to_owned()),
+                "parts" => {
+                    parsed.parts = Some(value.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                        ArborError::InvalidOption {
+                            key: key.to_owned(),
+                            message: format!("expected a positive integer, got '{value}'"),
+                        }
+                    })?)
+                }
                 "on_group_error" => {
                     parsed.on_group_error = OnGroupError::CHOICES
                         .iter()

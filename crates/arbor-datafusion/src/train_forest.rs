@@ -6,11 +6,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, ArborError, NamedColumn, Task, TrainParams, Trainer, TrainingData};
-use arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch};
+use arbor_ensemble::{
+    default_task, Algorithm, ArborError, Model, NamedColumn, Task, TrainParams, Trainer, TrainingData,
+};
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, ListArray, RecordBatch};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
 use arrow::datatypes::{DataType, Field, FieldRef, Schema};
+use datafusion::common::hash_utils::{create_hashes, RandomState};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
@@ -80,14 +83,37 @@ const NAME: &str = "train_forest";
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TrainForest {
     signature: Signature,
+    /// Whether partial aggregates grow random forests on their own rows (see
+    /// [`TrainForest::distributed`]) instead of passing the rows on.
+    distributed: bool,
 }
 
 impl TrainForest {
-    /// A new `train_forest`.
+    /// A new `train_forest`: every group's rows reach one accumulator, which
+    /// trains exactly the model `arbor train` would.
     pub fn new() -> Self {
-        TrainForest { signature: Signature::variadic_any(Volatility::Immutable) }
+        TrainForest { signature: Signature::variadic_any(Volatility::Immutable), distributed: false }
+    }
+
+    /// `train_forest` for a cluster: a partial aggregate holding at least
+    /// [`PART_MIN_ROWS`] rows of a group grows a random forest on them (of
+    /// `ceil(n_trees / parts)` trees, `parts` being the option the cluster
+    /// planner sets), and the final aggregate merges those forests into one
+    /// of `n_trees` trees, allotted by rows. Smaller pieces, and gradient
+    /// boosting, still send their rows on to the final aggregate.
+    pub fn distributed() -> Self {
+        TrainForest { distributed: true, ..Self::new() }
+    }
+
+    /// Whether partial aggregates train (see [`TrainForest::distributed`]).
+    pub fn is_distributed(&self) -> bool {
+        self.distributed
     }
 }
+
+/// The fewest rows of a group a partial aggregate grows a forest on in
+/// distributed mode; smaller pieces send their rows on.
+pub const PART_MIN_ROWS: usize = 4096;
 
 impl Default for TrainForest {
     fn default() -> Self {
@@ -173,11 +199,14 @@ impl AggregateUDFImpl for TrainForest {
             on_group_error: options.on_group_error,
             arrays: vec![ColumnChunks::default(); n_data],
             planned: prediction_type(args.expr_fields[0].data_type()),
+            distributed: self.distributed,
+            parts_hint: options.parts,
+            parts: Vec::new(),
         }))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(args
+        let mut fields: Vec<FieldRef> = args
             .input_fields
             .iter()
             .enumerate()
@@ -185,7 +214,12 @@ impl AggregateUDFImpl for TrainForest {
                 let item = Field::new_list_field(f.data_type().clone(), true);
                 Arc::new(Field::new(format!("{}[{i}]", args.name), DataType::List(Arc::new(item)), true))
             })
-            .collect())
+            .collect();
+        if self.distributed {
+            let item = Field::new_list_field(DataType::Binary, true);
+            fields.push(Arc::new(Field::new(format!("{}[parts]", args.name), DataType::List(Arc::new(item)), true)));
+        }
+        Ok(fields)
     }
 }
 
@@ -202,9 +236,102 @@ struct TrainForestAccumulator {
     on_group_error: OnGroupError,
     arrays: Vec<ColumnChunks>,
     planned: DataType,
+    /// Whether a partial state grows a forest on its rows (see [`TrainForest::distributed`]).
+    distributed: bool,
+    /// The number of partitions the rows arrive in, as the cluster planner set it (`parts`).
+    parts_hint: Option<usize>,
+    /// Forests grown by partial aggregates, as model bytes.
+    parts: Vec<Vec<u8>>,
 }
 
 impl TrainForestAccumulator {
+    /// Trains on the rows held, with `params`.
+    fn fit(&mut self, params: TrainParams) -> std::result::Result<Model, ArborError> {
+        let feature_args: Vec<usize> = (1..self.names.len()).filter(|&i| Some(i) != self.weight).collect();
+        let columns = (|| {
+            let features = feature_args.into_iter().map(|i| self.column(i)).collect::<Result<Vec<_>>>()?;
+            let weight = self.weight.map(|i| self.column(i)).transpose()?;
+            Ok::<_, datafusion::error::DataFusionError>((self.column(0)?, features, weight))
+        })();
+        let (label, features, weight) = columns.map_err(|e| ArborError::Data(e.to_string()))?;
+        let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
+        let data =
+            TrainingData::from_columns(label, features, weight, params.task, |n| types.get(n).map(|t| (*t).clone()))?;
+        Ok(Trainer::new(params).fit_owned(data)?.model)
+    }
+
+    /// Rows held.
+    fn row_count(&mut self) -> Result<usize> {
+        Ok(self.arrays[0].compacted()?.iter().map(|a| a.len()).sum())
+    }
+
+    /// In a partial aggregate of the distributed mode: grows a random forest
+    /// on the rows held, if there are enough of them, and lets them go.
+    fn grow_part(&mut self) -> Result<()> {
+        let rows = self.row_count()?;
+        if rows < PART_MIN_ROWS || self.params.algorithm.0 != Algorithm::RandomForest {
+            return Ok(());
+        }
+        let parts = self.parts_hint.unwrap_or(1).max(1);
+        let trees = self.params.forest.n_trees.div_ceil(parts);
+        let params = self.part_params(trees, rows)?;
+        match self.fit(params) {
+            Ok(model) => {
+                self.parts.push(model.to_bytes());
+                self.arrays.iter_mut().for_each(|a| *a = ColumnChunks::default());
+                Ok(())
+            }
+            // Rows with nothing to learn from go on to the final aggregate, which decides.
+            Err(ArborError::NothingToTrain(_)) => Ok(()),
+            Err(e) => Err(e).exec(NAME),
+        }
+    }
+
+    /// The options of a part of `trees` trees on `rows` rows: its seed mixes
+    /// the query's seed with the part's content (a sum of row hashes, so the
+    /// rows' order does not matter), so that parts holding different rows draw
+    /// differently, and the same part always alike.
+    fn part_params(&mut self, trees: usize, rows: usize) -> Result<TrainParams> {
+        let columns = (0..self.names.len()).map(|i| self.arrays[i].compacted()).collect::<Result<Vec<_>>>()?;
+        let state = RandomState::with_seed(0x0a7b_0a7b);
+        let mut content = rows as u64;
+        let mut hashes = Vec::new();
+        for chunk in 0..columns[0].len() {
+            let arrays: Vec<ArrayRef> = columns.iter().map(|c| c[chunk].clone()).collect();
+            hashes.clear();
+            hashes.resize(arrays[0].len(), 0);
+            create_hashes(&arrays, &state, &mut hashes)?;
+            content = hashes.iter().fold(content, |sum, h| sum.wrapping_add(*h));
+        }
+        let mut params = self.params.clone();
+        params.forest.n_trees = trees;
+        params.forest.seed ^= xxhash_rust::xxh3::xxh3_64(&content.to_le_bytes());
+        Ok(params)
+    }
+
+    /// In the final aggregate of the distributed mode: the forests the
+    /// partial aggregates grew, plus one on the rows that came as rows,
+    /// merged into one forest of `n_trees` trees.
+    fn merge_parts(&mut self) -> Result<Model> {
+        let mut parts =
+            self.parts.iter().map(|b| Model::from_bytes(b)).collect::<std::result::Result<Vec<_>, _>>().exec(NAME)?;
+        let pooled = self.row_count()?;
+        if pooled > 0 {
+            let part_rows: u64 = parts.iter().map(Model::training_rows).sum();
+            let n_trees = self.params.forest.n_trees;
+            let trees = (n_trees as u64 * pooled as u64).div_ceil(pooled as u64 + part_rows).max(1) as usize;
+            let params = self.part_params(trees, pooled)?;
+            match self.fit(params) {
+                Ok(model) => parts.push(model),
+                Err(ArborError::NothingToTrain(_)) => {}
+                Err(e) => return Err(e).exec(NAME),
+            }
+        }
+        let total: usize = parts.iter().map(|m| m.trees().len()).sum();
+        let n_trees = self.params.forest.n_trees.min(total);
+        Model::merge_forests(parts, n_trees, self.params.forest.seed).exec(NAME)
+    }
+
     fn column(&mut self, i: usize) -> Result<NamedColumn> {
         Ok(NamedColumn { name: self.names[i].clone(), arrays: self.arrays[i].compacted()? })
     }
@@ -351,31 +478,26 @@ impl Accumulator for TrainForestAccumulator {
                 self.names[last]
             );
         }
-        // Described before the rows move into training, in case the group has none to train on.
-        let group = match self.on_group_error {
-            OnGroupError::Fail => Some(self.describe_group()?),
-            OnGroupError::Null => None,
-        };
-        let feature_args: Vec<usize> = (1..self.names.len()).filter(|&i| Some(i) != self.weight).collect();
-        let features = feature_args.into_iter().map(|i| self.column(i)).collect::<Result<Vec<_>>>()?;
-        let weight = self.weight.map(|i| self.column(i)).transpose()?;
-        let label = self.column(0)?;
-        let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
-        let trained = TrainingData::from_columns(label, features, weight, self.params.task, |n| {
-            types.get(n).map(|t| (*t).clone())
-        })
-        .and_then(|data| Trainer::new(self.params.clone()).fit_owned(data));
-        let model = match (trained, group) {
-            (Ok(trained), _) => trained.model,
-            (Err(ArborError::NothingToTrain(_)), None) => return null_model_scalar(&self.planned),
-            (Err(ArborError::NothingToTrain(reason)), Some(group)) => {
-                return exec_err!(
-                    "{NAME}: on_group_error=fail, and {group} has nothing to train on: {reason}. DataFusion does \
-                     not give an aggregate its GROUP BY key; with on_group_error=null (the default) such a group \
-                     gets a NULL model, and WHERE <model> IS NULL lists the groups by their keys"
-                )
+        let model = if self.parts.is_empty() {
+            // Described before the rows move into training, in case the group has none to train on.
+            let group = match self.on_group_error {
+                OnGroupError::Fail => Some(self.describe_group()?),
+                OnGroupError::Null => None,
+            };
+            match (self.fit(self.params.clone()), group) {
+                (Ok(model), _) => model,
+                (Err(ArborError::NothingToTrain(_)), None) => return null_model_scalar(&self.planned),
+                (Err(ArborError::NothingToTrain(reason)), Some(group)) => {
+                    return exec_err!(
+                        "{NAME}: on_group_error=fail, and {group} has nothing to train on: {reason}. DataFusion does \
+                         not give an aggregate its GROUP BY key; with on_group_error=null (the default) such a group \
+                         gets a NULL model, and WHERE <model> IS NULL lists the groups by their keys"
+                    )
+                }
+                (Err(e), _) => return Err(e).exec(NAME),
             }
-            (Err(e), _) => return Err(e).exec(NAME),
+        } else {
+            self.merge_parts()?
         };
         let predicts = model.prediction_type().exec(NAME)?;
         if predicts != self.planned {
@@ -396,7 +518,10 @@ impl Accumulator for TrainForestAccumulator {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        let mut out = Vec::with_capacity(self.n_args);
+        if self.distributed {
+            self.grow_part()?;
+        }
+        let mut out = Vec::with_capacity(self.n_args + 1);
         for i in 0..self.n_args {
             let data_type = self.types.get(i).cloned().unwrap_or(DataType::Utf8);
             let arrays = match self.arrays.get_mut(i) {
@@ -408,9 +533,11 @@ impl Accumulator for TrainForestAccumulator {
                 1 => arrays[0].clone(),
                 _ => concat(&arrays.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?,
             };
-            let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
-            let list = ListArray::new(field, OffsetBuffer::from_lengths([values.len()]), values, None);
-            out.push(ScalarValue::List(Arc::new(list)));
+            out.push(list_scalar(values));
+        }
+        if self.distributed {
+            let parts: ArrayRef = Arc::new(BinaryArray::from_iter_values(self.parts.iter()));
+            out.push(list_scalar(parts));
         }
         Ok(out)
     }
@@ -424,6 +551,22 @@ impl Accumulator for TrainForestAccumulator {
                 }
             }
         }
+        if self.distributed {
+            if let Some(state) = states.get(self.n_args) {
+                let list = state.as_list::<i32>();
+                for j in (0..list.len()).filter(|&j| list.is_valid(j)) {
+                    let parts = list.value(j);
+                    let parts = parts.as_binary::<i32>();
+                    self.parts.extend(parts.iter().flatten().map(<[u8]>::to_vec));
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// One value of a list column: all of `values`.
+fn list_scalar(values: ArrayRef) -> ScalarValue {
+    let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
+    ScalarValue::List(Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([values.len()]), values, None)))
 }

@@ -11,6 +11,7 @@
 pub(crate) mod builder;
 pub(crate) mod feature;
 pub(crate) mod flat_tree;
+pub(crate) mod merge;
 pub(crate) mod node_cover;
 pub(crate) mod ranked_forest;
 pub(crate) mod summary;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The cluster benchmark: trains and scores a random forest on a generated
+# table (5M rows x 20 features in 8 Parquet files by default) in one process,
+# on a one-executor cluster and on a two-executor cluster (one task slot each),
+# and reports wall time, the bytes executors wrote for shuffles, and each
+# executor's peak memory.
+#
+#   benches/cluster/run.sh [DATA_DIR] [ROWS]
+#
+# Needs a release build (cargo build --release) and Python with numpy and pyarrow.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+data="${1:-target/cluster-bench}"
+rows="${2:-5000000}"
+arbor="$PWD/target/release/arbor"
+python="${PYTHON:-python3}"
+options="${ARBOR_BENCH_OPTIONS:-n_trees=32 max_depth=16 seed=1}"
+[[ -d "$data/train" ]] || "$python" benches/cluster/make_data.py "$data" "$rows"
+data="$(cd "$data" && pwd)"
+features=$(for i in $(seq -w 0 19); do printf 'f%s, ' "$i"; done); features="${features%, }"
+tables="CREATE EXTERNAL TABLE train STORED AS PARQUET LOCATION '$data/train/';
+CREATE EXTERNAL TABLE test STORED AS PARQUET LOCATION '$data/test.parquet';"
+train="COPY (SELECT train_forest(label, $features, '$options') AS model FROM train) TO '$data/model-\$RUN.parquet' STORED AS PARQUET;"
+score="CREATE EXTERNAL TABLE models STORED AS PARQUET LOCATION '$data/model-\$RUN.parquet';
+COPY (SELECT t.label, predict_forest(m.model, $features) AS p FROM test t CROSS JOIN models m) TO '$data/scored-\$RUN.parquet' STORED AS PARQUET;"
+check="CREATE EXTERNAL TABLE s STORED AS PARQUET LOCATION '$data/scored-\$RUN.parquet';
+SELECT avg(CASE WHEN label = p THEN 1.0 ELSE 0.0 END) AS accuracy FROM s;"
+
+now() { date +%s.%N; }
+run_sql() { # RUN URL STATEMENTS
+    local run="$1" url="$2" sql="${3//\$RUN/$1}"
+    if [[ -n "$url" ]]; then "$arbor" sql --cluster "$url" --format csv -c "$tables $sql"; else "$arbor" sql --format csv -c "$tables $sql"; fi
+}
+phase() { # RUN URL
+    rm -rf "$data/model-$1.parquet" "$data/scored-$1.parquet"
+    local t0 t1 t2
+    t0=$(now); run_sql "$1" "$2" "$train" >/dev/null; t1=$(now); run_sql "$1" "$2" "$score" >/dev/null; t2=$(now)
+    printf '%-12s train %7.1f s   score %6.1f s   %s\n' "$1" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" \
+        "$(run_sql "$1" "" "$check" | tail -1 | sed 's/^/accuracy /')"
+}
+cluster() { # RUN EXECUTORS
+    local run="$1" n="$2" port=50450 pids=()
+    "$arbor" cluster scheduler --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $port >"$data/$run-scheduler.log" 2>&1 &
+    pids+=($!)
+    for i in $(seq 1 "$n"); do
+        rm -rf "$data/$run-work-$i"; mkdir -p "$data/$run-work-$i"
+        /usr/bin/time -f "%M" -o "$data/$run-rss-$i" "$arbor" cluster executor --scheduler-host 127.0.0.1 --scheduler-port $port \
+            --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $((port + 10 * i)) --bind-grpc-port $((port + 10 * i + 1)) \
+            --work-dir "$data/$run-work-$i" --concurrent-tasks 1 >"$data/$run-executor-$i.log" 2>&1 &
+        pids+=($!)
+    done
+    sleep 3
+    phase "$run" "df://127.0.0.1:$port"
+    local shuffled=0
+    for i in $(seq 1 "$n"); do shuffled=$((shuffled + $(du -sb "$data/$run-work-$i" | cut -f1))); done
+    kill -INT "${pids[@]:1}" 2>/dev/null || true; sleep 2; kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
+    printf '%-12s shuffle files %s MB; executor peak RSS:' "$run" $((shuffled / 1000000))
+    for i in $(seq 1 "$n"); do printf ' %s MB' $(( $(tail -1 "$data/$run-rss-$i" 2>/dev/null || echo 0) / 1024 )); done
+    echo
+}
+
+echo "rows: $(ls "$data/train" | wc -l) files, options: $options, threads: one process uses every core"
+phase single ""
+cluster one-executor 1
+cluster two-executors 2
+"$python" - "$data" <<'PY'
+import sys, pyarrow.parquet as pq
+d = sys.argv[1]
+a = pq.read_table(f"{d}/scored-one-executor.parquet").column("p")
+b = pq.read_table(f"{d}/scored-two-executors.parquet").column("p")
+print("one- and two-executor predictions identical:", a.equals(b))
+PY

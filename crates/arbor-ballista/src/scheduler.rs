@@ -1,0 +1,47 @@
+//! `arbor cluster scheduler`: a Ballista scheduler whose sessions know
+//! arbor's functions and which admits only arbor's executors.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ballista_core::error::{BallistaError, Result};
+use ballista_scheduler::cluster::BallistaCluster;
+use ballista_scheduler::config::{Config, SchedulerConfig};
+use ballista_scheduler::scheduler_process::start_server;
+use clap::Parser;
+
+use crate::arbor_executors::ArborExecutors;
+use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
+
+/// Runs a scheduler until it is stopped. `args` are Ballista's scheduler
+/// flags (`--bind-host`, `--bind-port`, ...), the program name first.
+pub async fn run_scheduler<I, T>(args: I) -> Result<()>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let opt = match Config::try_parse_from(args) {
+        Ok(opt) => opt,
+        // --help and --version print, and the process has nothing more to do.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return Ok(());
+        }
+        Err(e) => return Err(BallistaError::Configuration(e.render().to_string())),
+    };
+    crate::executor::init_logging(&opt.log_level_setting);
+    let addr: SocketAddr = format!("{}:{}", opt.bind_host, opt.bind_port)
+        .parse()
+        .map_err(|e: std::net::AddrParseError| BallistaError::Configuration(e.to_string()))?;
+    let mut config: SchedulerConfig = opt.try_into()?;
+    let most = GRPC_MAX_MESSAGE_SIZE as u32;
+    config.grpc_server_max_decoding_message_size = config.grpc_server_max_decoding_message_size.max(most);
+    config.grpc_server_max_encoding_message_size = config.grpc_server_max_encoding_message_size.max(most);
+    config.grpc_client_max_message_size = config.grpc_client_max_message_size.max(most);
+    let config = config
+        .with_override_config_producer(Arc::new(session_config))
+        .with_override_session_builder(Arc::new(session_state));
+    let cluster = BallistaCluster::new_from_config(&config).await?;
+    let cluster = BallistaCluster::new(Arc::new(ArborExecutors(cluster.cluster_state())), cluster.job_state());
+    start_server(cluster, addr, Arc::new(config)).await
+}
