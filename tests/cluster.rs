@@ -196,7 +196,7 @@ fn score_statement(model: &Path) -> String {
 }
 
 #[test]
-#[ignore = "arbor cluster scheduler accepts connections but answers no RPC yet (issue 33); run with --ignored"]
+#[ignore = "the multi-process cluster does not pass yet (issue 33): clients and executors time out on the scheduler; run with --ignored"]
 fn a_cluster_of_processes_trains_and_scores_like_one_node() {
     let cluster = Cluster::start();
     let data = cluster.dir.path().join("data");
@@ -227,7 +227,7 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
 }
 
 #[test]
-#[ignore = "arbor cluster scheduler accepts connections but answers no RPC yet (issue 33); run with --ignored"]
+#[ignore = "the multi-process cluster does not pass yet (issue 33): clients and executors time out on the scheduler; run with --ignored"]
 fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
     let mut cluster = Cluster::start();
     let data = cluster.dir.path().join("data");
@@ -261,7 +261,7 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
 }
 
 #[test]
-#[ignore = "arbor cluster scheduler accepts connections but answers no RPC yet (issue 33); run with --ignored"]
+#[ignore = "the multi-process cluster does not pass yet (issue 33): clients and executors time out on the scheduler; run with --ignored"]
 fn an_executor_without_arbors_functions_is_refused() {
     let cluster = Cluster::start();
     let runtime = tokio::runtime::Runtime::new().unwrap();
