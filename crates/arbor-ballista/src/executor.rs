@@ -1,13 +1,13 @@
 //! `arbor cluster executor`: a Ballista executor that knows arbor's functions.
 
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
-use ballista_core::error::{BallistaError, Result};
+use ballista_core::error::Result;
 use ballista_executor::config::Config;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
-use clap::Parser;
 
 use crate::arbor_executors::ARBOR_EXECUTOR_PREFIX;
+use crate::process_start::{init_logging, parse_flags};
 use crate::session::{function_registry, session_config, GRPC_MAX_MESSAGE_SIZE};
 
 /// Runs an executor until it is stopped. `args` are Ballista's executor
@@ -21,15 +21,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let opt = match Config::try_parse_from(args) {
-        Ok(opt) => opt,
-        // --help and --version print, and the process has nothing more to do.
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return Ok(());
-        }
-        Err(e) => return Err(BallistaError::Configuration(e.render().to_string())),
-    };
+    let Some(opt) = parse_flags::<Config, _, _>(args)? else { return Ok(()) };
     init_logging(&opt.log_level_setting);
     let mut config: ExecutorProcessConfig = opt.try_into()?;
     config.executor_id = format!("{ARBOR_EXECUTOR_PREFIX}{}", config.executor_id);
@@ -40,16 +32,4 @@ where
     // Ignored when a pool already exists (a test that runs several in one process).
     let _ = rayon::ThreadPoolBuilder::new().num_threads(config.vcores.max(1)).build_global();
     start_executor_process(Arc::new(config)).await
-}
-
-/// Logs to standard output at `level` (or as `RUST_LOG` says), once per process.
-pub(crate) fn init_logging(level: &str) {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| {
-        let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| level.to_owned());
-        let _ = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .try_init();
-    });
 }

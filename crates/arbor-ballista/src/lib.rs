@@ -18,6 +18,7 @@
 mod arbor_executors;
 mod executor;
 mod partitioned_training;
+mod process_start;
 mod scheduler;
 mod session;
 

@@ -8,9 +8,9 @@ use ballista_core::error::{BallistaError, Result};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::{Config, SchedulerConfig};
 use ballista_scheduler::scheduler_process::start_server;
-use clap::Parser;
 
 use crate::arbor_executors::ArborExecutors;
+use crate::process_start::{init_logging, parse_flags};
 use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
 
 /// Runs a scheduler until it is stopped. `args` are Ballista's scheduler
@@ -20,16 +20,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let opt = match Config::try_parse_from(args) {
-        Ok(opt) => opt,
-        // --help and --version print, and the process has nothing more to do.
-        Err(e) if !e.use_stderr() => {
-            let _ = e.print();
-            return Ok(());
-        }
-        Err(e) => return Err(BallistaError::Configuration(e.render().to_string())),
-    };
-    crate::executor::init_logging(&opt.log_level_setting);
+    let Some(opt) = parse_flags::<Config, _, _>(args)? else { return Ok(()) };
+    init_logging(&opt.log_level_setting);
     let addr: SocketAddr = format!("{}:{}", opt.bind_host, opt.bind_port)
         .parse()
         .map_err(|e: std::net::AddrParseError| BallistaError::Configuration(e.to_string()))?;
