@@ -153,7 +153,7 @@ enum ClusterRole {
     },
     /// An executor: runs tasks, training and scoring included.
     /// Flags: Ballista's executor flags (`--scheduler-host`, `--scheduler-port`,
-    /// `--bind-port`, `--bind-grpc-port`, `--work-dir`, `--concurrent-tasks`, ...; see `--help`).
+    /// `--bind-port`, `--bind-grpc-port`, `--work-dir`, `--vcores`, ...; see `--help`).
     #[command(disable_help_flag = true)]
     Executor {
         /// Ballista's executor flags.
@@ -165,7 +165,10 @@ enum ClusterRole {
 fn run(cli: Cli) -> Result<(), CliError> {
     // A mistyped or unsupported ARBOR_SIMD is an error, not a silent fallback.
     arbor_kernels::dispatch::from_env().map_err(|e| CliError::Usage(e.to_string()))?;
-    let mut stdout = std::io::stdout().lock();
+    // Locked only where a command writes results: a cluster process logs to
+    // standard output from its runtime's threads, which would wait forever
+    // on a lock held here.
+    let stdout = || std::io::stdout().lock();
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match cli.command {
         Command::Train { input, label, output, task, algorithm, features, weight, set, oob_output } => {
@@ -199,7 +202,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 (true, None) => InspectFormat::Json,
                 (false, None) => InspectFormat::Text,
             };
-            write!(stdout, "{}", commands::inspect(&model, format)?).map_err(io)?;
+            write!(stdout(), "{}", commands::inspect(&model, format)?).map_err(io)?;
         }
         Command::Cluster { role } => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -232,11 +235,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
                         Some(url) => runtime.block_on(SqlSession::cluster(url, format))?,
                         None => SqlSession::new(format),
                     };
-                    return commands::repl(&session, &runtime, &mut stdout);
+                    return commands::repl(&session, &runtime, &mut stdout());
                 }
                 (None, None) => std::io::read_to_string(std::io::stdin()).map_err(CliError::io("<stdin>"))?,
             };
-            runtime.block_on(commands::run_sql(&sql, cluster.as_deref(), format, &mut stdout))?;
+            runtime.block_on(commands::run_sql(&sql, cluster.as_deref(), format, &mut stdout()))?;
         }
         Command::Import { format, input, output } => {
             let format = match format {

@@ -7,12 +7,13 @@ use ballista_executor::config::Config;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 
 use crate::arbor_executors::ARBOR_EXECUTOR_PREFIX;
-use crate::process_start::{init_logging, parse_flags};
+use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{function_registry, session_config, GRPC_MAX_MESSAGE_SIZE};
 
 /// Runs an executor until it is stopped. `args` are Ballista's executor
-/// flags (`--scheduler-host`, `--bind-port`, `--work-dir`, `--concurrent-tasks`, ...),
-/// the program name first.
+/// flags (`--scheduler-host`, `--bind-port`, `--work-dir`, `--vcores`, ...),
+/// the program name first. Its tasks are pulled from the scheduler unless
+/// `--task-scheduling-policy` says otherwise ([`DEFAULT_SCHEDULING_POLICY`]).
 ///
 /// arbor's training and prediction run on as many threads as the executor
 /// has task slots, so that executors sharing a machine do not oversubscribe it.
@@ -21,7 +22,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let Some(opt) = parse_flags::<Config, _, _>(args)? else { return Ok(()) };
+    let Some((mut opt, default_policy)) = parse_flags::<Config, _, _>(args, "task_scheduling_policy")? else {
+        return Ok(());
+    };
+    if default_policy {
+        opt.task_scheduling_policy = DEFAULT_SCHEDULING_POLICY;
+    }
     init_logging(&opt.log_level_setting);
     let mut config: ExecutorProcessConfig = opt.try_into()?;
     config.executor_id = format!("{ARBOR_EXECUTOR_PREFIX}{}", config.executor_id);

@@ -25,5 +25,6 @@ mod session;
 pub use arbor_executors::{is_arbor_executor, ARBOR_EXECUTOR_PREFIX};
 pub use executor::run_executor;
 pub use partitioned_training::PartitionedTraining;
+pub use process_start::DEFAULT_SCHEDULING_POLICY;
 pub use scheduler::run_scheduler;
 pub use session::{function_registry, remote, session_config, session_state, standalone, GRPC_MAX_MESSAGE_SIZE};

@@ -10,17 +10,24 @@ use ballista_scheduler::config::{Config, SchedulerConfig};
 use ballista_scheduler::scheduler_process::start_server;
 
 use crate::arbor_executors::ArborExecutors;
-use crate::process_start::{init_logging, parse_flags};
+use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
 
 /// Runs a scheduler until it is stopped. `args` are Ballista's scheduler
 /// flags (`--bind-host`, `--bind-port`, ...), the program name first.
+/// Executors pull their tasks unless `--scheduler-policy` says otherwise
+/// ([`DEFAULT_SCHEDULING_POLICY`]).
 pub async fn run_scheduler<I, T>(args: I) -> Result<()>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let Some(opt) = parse_flags::<Config, _, _>(args)? else { return Ok(()) };
+    let Some((mut opt, default_policy)) = parse_flags::<Config, _, _>(args, "scheduler_policy")? else {
+        return Ok(());
+    };
+    if default_policy {
+        opt.scheduler_policy = DEFAULT_SCHEDULING_POLICY;
+    }
     init_logging(&opt.log_level_setting);
     let addr: SocketAddr = format!("{}:{}", opt.bind_host, opt.bind_port)
         .parse()

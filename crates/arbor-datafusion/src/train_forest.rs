@@ -96,7 +96,7 @@ impl TrainForest {
     }
 
     /// `train_forest` for a cluster: a partial aggregate holding at least
-    /// [`PART_MIN_ROWS`] rows of a group grows a random forest on them (of
+    /// 4,096 rows of a group grows a random forest on them (of
     /// `ceil(n_trees / parts)` trees, `parts` being the option the cluster
     /// planner sets), and the final aggregate merges those forests into one
     /// of `n_trees` trees, allotted by rows. Smaller pieces, and gradient
