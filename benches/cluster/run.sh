@@ -29,12 +29,15 @@ SELECT avg(CASE WHEN label = p THEN 1.0 ELSE 0.0 END) AS accuracy FROM s;"
 now() { date +%s.%N; }
 run_sql() { # RUN URL STATEMENTS
     local run="$1" url="$2" sql="${3//\$RUN/$1}"
-    if [[ -n "$url" ]]; then "$arbor" sql --cluster "$url" --format csv -c "$tables $sql"; else "$arbor" sql --format csv -c "$tables $sql"; fi
+    if [[ -n "$url" ]]; then "$arbor" sql --cluster "$url" --format csv -c "$tables $sql"
+    else /usr/bin/time -f %M -o "$data/$run-rss" "$arbor" sql --format csv -c "$tables $sql"; fi
 }
 phase() { # RUN URL
     rm -rf "$data/model-$1.parquet" "$data/scored-$1.parquet"
     local t0 t1 t2
-    t0=$(now); run_sql "$1" "$2" "$train" >/dev/null; t1=$(now); run_sql "$1" "$2" "$score" >/dev/null; t2=$(now)
+    t0=$(now); run_sql "$1" "$2" "$train" >/dev/null; t1=$(now)
+    [[ -n "$2" ]] || cp "$data/$1-rss" "$data/$1-train-rss"
+    run_sql "$1" "$2" "$score" >/dev/null; t2=$(now)
     printf '%-12s train %7.1f s   score %6.1f s   %s\n' "$1" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" \
         "$(run_sql "$1" "" "$check" | tail -1 | sed 's/^/accuracy /')"
 }
@@ -44,23 +47,34 @@ cluster() { # RUN EXECUTORS
     pids+=($!)
     for i in $(seq 1 "$n"); do
         rm -rf "$data/$run-work-$i"; mkdir -p "$data/$run-work-$i"
-        /usr/bin/time -f "%M" -o "$data/$run-rss-$i" "$arbor" cluster executor --scheduler-host 127.0.0.1 --scheduler-port $port \
+        "$arbor" cluster executor --scheduler-host 127.0.0.1 --scheduler-port $port \
             --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $((port + 10 * i)) --bind-grpc-port $((port + 10 * i + 1)) \
-            --work-dir "$data/$run-work-$i" --concurrent-tasks 1 >"$data/$run-executor-$i.log" 2>&1 &
+            --work-dir "$data/$run-work-$i" --vcores 1 >"$data/$run-executor-$i.log" 2>&1 &
         pids+=($!)
     done
     sleep 3
+    for pid in "${pids[@]}"; do kill -0 "$pid" || { echo "a cluster process ended; see $data/$run-*.log" >&2; exit 1; }; done
+    # Shuffle files are deleted once their stage is read: the largest total
+    # the work directories reach, sampled every 200 ms, is what was shuffled.
+    local peak="$data/$run-shuffle-peak"
+    echo 0 >"$peak"
+    ( while sleep 0.2; do
+        b=$(du -scb "$data/$run-work-"* 2>/dev/null | tail -1 | cut -f1)
+        (( b > $(cat "$peak") )) && echo "$b" >"$peak"
+      done ) &
+    local poller=$!
     phase "$run" "df://127.0.0.1:$port"
-    local shuffled=0
-    for i in $(seq 1 "$n"); do shuffled=$((shuffled + $(du -sb "$data/$run-work-$i" | cut -f1))); done
-    kill -INT "${pids[@]:1}" 2>/dev/null || true; sleep 2; kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
-    printf '%-12s shuffle files %s MB; executor peak RSS:' "$run" $((shuffled / 1000000))
-    for i in $(seq 1 "$n"); do printf ' %s MB' $(( $(tail -1 "$data/$run-rss-$i" 2>/dev/null || echo 0) / 1024 )); done
+    kill "$poller" 2>/dev/null || true
+    local shuffled; shuffled=$(cat "$peak")
+    printf '%-12s shuffle files (peak on disk) %s MB; executor peak RSS:' "$run" $((shuffled / 1000000))
+    for pid in "${pids[@]:1}"; do printf ' %s MB' $(( $(awk '/VmHWM/ {print $2}' "/proc/$pid/status") / 1024 )); done
     echo
+    kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
 }
 
 echo "rows: $(ls "$data/train" | wc -l) files, options: $options, threads: one process uses every core"
 phase single ""
+echo "single       peak RSS of the training process: $(( $(tail -1 "$data/single-train-rss") / 1024 )) MB"
 cluster one-executor 1
 cluster two-executors 2
 "$python" - "$data" <<'PY'
