@@ -9,7 +9,9 @@ Run from the repository root (build arbor first with `cargo build --release`):
 
     python3 -m venv .venv-peers && .venv-peers/bin/pip install -r benches/peers/requirements.txt && .venv-peers/bin/python benches/peers/peers.py --dataset flights_cls
 
-Options: --dataset flights_cls|diamonds_reg|digits_cls|cancer_cls|all,
+Options: --dataset flights_cls|flights_reg|diamonds_reg|digits_cls|cancer_cls|synth_cls_<N>k|synth_reg_<N>k|all
+(the synthetic sets are written to target/synth/ by make_synth.py on first use; `all` takes
+synth_cls_250k and synth_reg_250k),
 --algorithm random-forest|gradient-boosting|both, --peers sklearn,sklearnex,lightgbm,xgboost,
 --repeat N (median of N runs), --json FILE, --arbor PATH (default target/release/arbor; '' skips
 the whole-process runs), --python-package auto|yes|no.
@@ -43,7 +45,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[2]
 # arbor's Python package trains on rayon's pool: the same two threads as everyone.
 os.environ.setdefault("RAYON_NUM_THREADS", "2")
-DATASETS = ["flights_cls", "diamonds_reg", "digits_cls", "cancer_cls"]
+DATASETS = ["flights_cls", "flights_reg", "diamonds_reg", "digits_cls", "cancer_cls", "synth_cls_250k", "synth_reg_250k"]
+SYNTH = re.compile(r"synth_(cls|reg)_([0-9]+)k")
 THREADS = 2
 RF, GB = "random-forest", "gradient-boosting"
 PEERS_FOR = {RF: ["sklearn", "sklearnex"], GB: ["lightgbm", "xgboost"]}
@@ -51,10 +54,35 @@ SEED = 0
 
 
 # ---------------------------------------------------------------- data and metrics
+def files(name):
+    """The train and test Parquet files of a set: data/ for the public ones; the synthetic
+    ones are written to target/synth/ by make_synth.py (the same rows as data/README.md's)."""
+    found = SYNTH.fullmatch(name)
+    if not found:
+        return ROOT / "data" / f"{name}_train.parquet", ROOT / "data" / f"{name}_test.parquet"
+    out = ROOT / "target" / "synth"
+    train, test = out / f"{name}_train.parquet", out / f"{name}_test.parquet"
+    if not (train.is_file() and test.is_file()):
+        out.mkdir(parents=True, exist_ok=True)
+        rows = int(found.group(2)) * 1000
+        print(f"writing synth_cls_{rows // 1000}k and synth_reg_{rows // 1000}k to {out}", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("make_synth.py")), str(out), str(rows)],
+                       check=True)
+    return train, test
+
+
+def dataset(name):
+    """`name` if it is a set this script knows, for argparse."""
+    if name in DATASETS or name == "all" or SYNTH.fullmatch(name):
+        return name
+    raise argparse.ArgumentTypeError(f"unknown data set {name!r}: one of {', '.join(DATASETS)}, synth_cls_<N>k, "
+                                     "synth_reg_<N>k or all")
+
+
 def load(name):
     """Train and test as pandas frames, plus the names of the string (categorical) columns."""
-    train = pq.read_table(ROOT / "data" / f"{name}_train.parquet")
-    test = pq.read_table(ROOT / "data" / f"{name}_test.parquet")
+    train_file, test_file = files(name)
+    train, test = pq.read_table(train_file), pq.read_table(test_file)
     cats = [f.name for f in train.schema if f.name != "label" and
             (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_dictionary(f.type))]
     return train.to_pandas(), test.to_pandas(), cats
@@ -183,7 +211,7 @@ def run_arbor(binary, name, algo, task, repeat):
     if not Path(binary).is_file():
         raise RuntimeError(f"arbor binary not found at {binary} (cargo build --release, or pass --arbor PATH)")
     env = dict(os.environ, RAYON_NUM_THREADS=str(THREADS))
-    train, test = ROOT / "data" / f"{name}_train.parquet", ROOT / "data" / f"{name}_test.parquet"
+    train, test = files(name)
     fits, preds, scorings = [], [], []
     with tempfile.TemporaryDirectory(prefix="arbor-peers-") as tmp:
         model, out = Path(tmp) / "model.arbor", Path(tmp) / "pred.parquet"
@@ -216,8 +244,8 @@ def run_arbor_python(name, algo, task, repeat):
     import arbor
 
     cls = task == "classification"
-    train = pq.read_table(ROOT / "data" / f"{name}_train.parquet")
-    test = pq.read_table(ROOT / "data" / f"{name}_test.parquet")
+    train_file, test_file = files(name)
+    train, test = pq.read_table(train_file), pq.read_table(test_file)
     xtr, ytr = train.drop_columns(["label"]), train.column("label")
     xte, yte = test.drop_columns(["label"]), test.column("label").to_numpy()
     options = dict(kv.split("=") for kv in arbor_settings(algo, task))
@@ -275,7 +303,7 @@ def print_table(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dataset", default="flights_cls", choices=DATASETS + ["all"])
+    ap.add_argument("--dataset", default="flights_cls", type=dataset)
     ap.add_argument("--algorithm", default="both", choices=[RF, GB, "both"])
     ap.add_argument("--peers", default="sklearn,sklearnex,lightgbm,xgboost")
     ap.add_argument("--repeat", type=int, default=1)

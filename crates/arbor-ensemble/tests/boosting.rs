@@ -193,6 +193,26 @@ fn same_seed_same_bytes_on_any_thread_count() {
     assert_ne!(one, on(2, "n_rounds=10 sample_fraction=0.7 max_features=6 seed=1"));
 }
 
+/// A softmax round grows its class trees side by side, as many as there are
+/// threads (3 threads: groups of 3, 3, 3, then 1 alone): each tree draws
+/// its rows and features from its own stream, so the bytes stay the same.
+#[test]
+fn softmax_same_bytes_on_any_thread_count() {
+    let batch = read("digits_cls_train.parquet");
+    let on = |threads: usize, options: &str| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| fit(&batch, options).to_bytes())
+    };
+    let options = "n_rounds=4 sample_fraction=0.7 max_features=20";
+    let one = on(1, options);
+    assert_eq!(one, on(2, options));
+    assert_eq!(one, on(3, options));
+    // ten classes, one tree each per round
+    let model = Model::from_bytes(&one).unwrap();
+    assert_eq!(model.trees().len(), 40);
+    assert_ne!(on(2, "n_rounds=4 sample_fraction=0.7 max_features=20 seed=1"), one);
+}
+
 #[test]
 fn boosted_models_round_trip() {
     let batch = read("digits_cls_train.parquet").slice(0, 400);

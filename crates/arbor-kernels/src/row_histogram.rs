@@ -70,11 +70,11 @@ impl RowBins {
 /// then a zero, so one bin's update is a single four-lane add.
 pub type RowStats = [f64; 4];
 
-/// Nodes with at least this many rows accumulate into four-lane bins of 256
-/// per feature (no bounds checks, one vector add per cell), copied out at the
-/// end; smaller nodes add straight into the three-value histogram, where
-/// clearing and copying every feature's 256 wide bins would cost more.
-const WIDE_ROWS: usize = 512;
+/// Nodes with at least this many rows accumulate into four-lane bins (one
+/// vector add per cell), copied out at the end; smaller nodes add straight
+/// into the three-value histogram, where clearing and copying the wide bins
+/// would cost more.
+const WIDE_ROWS: usize = 128;
 
 /// Adds `stats[r]` of every row of `rows` to the histograms of `features`.
 ///
@@ -127,29 +127,45 @@ impl WithSimd for RowHistogramKernel<'_> {
             }
             return;
         }
-        // A byte indexes 256 bins without a bounds check.
-        let mut wide = vec![[[0.0f64; 4]; 256]; last - first];
-        // Rows deep in a tree are scattered over the matrix: ask for a later
-        // row's statistics and bins while this one's are added.
-        for (i, &r) in rows.iter().enumerate() {
-            if let Some(a) = row_ahead(rows, i) {
-                prefetch(stats, a);
-                prefetch(&bins.bins, a * nf + first);
-            }
-            let r = r as usize;
-            let s = stats[r];
-            for (&b, feature) in bins.bins[r * nf + first..r * nf + last].iter().zip(wide.iter_mut()) {
-                let cell = &mut feature[b as usize];
-                for (c, v) in cell.iter_mut().zip(s) {
-                    *c += v;
-                }
-            }
+        // Four-lane bins, each feature's packed after the previous one's, so
+        // clearing and copying out touch only real bins. (Spaced 256 apart,
+        // a byte's bin of every feature sat 8 KiB from the next feature's,
+        // on the same few L1 sets: features of few bins thrashed them.)
+        let mut wide = vec![[0.0f64; 4]; expected / 3];
+        let mut per_feature: Vec<&mut [[f64; 4]]> = Vec::with_capacity(last - first);
+        let mut rest = wide.as_mut_slice();
+        for f in features.clone() {
+            let (feature, tail) = rest.split_at_mut((bins.offsets[f + 1] - bins.offsets[f]) as usize);
+            per_feature.push(feature);
+            rest = tail;
         }
-        for (j, feature) in wide.iter().enumerate() {
-            let n_bins = (bins.offsets[first + j + 1] - bins.offsets[first + j]) as usize;
-            let out = &mut hist[starts[j]..starts[j] + n_bins * 3];
-            for (o, cell) in out.chunks_exact_mut(3).zip(feature) {
-                o.copy_from_slice(&cell[..3]);
+        accumulate(bins, rows, stats, features, &mut per_feature);
+        for (o, cell) in hist.chunks_exact_mut(3).zip(&wide) {
+            o.copy_from_slice(&cell[..3]);
+        }
+    }
+}
+
+/// Adds every row's statistics to its bins of `features`, one four-lane
+/// bin set per feature in `wide`, rows in order (a bin's sum adds its rows
+/// in the order of `rows`).
+#[inline(always)]
+fn accumulate(bins: &RowBins, rows: &[u32], stats: &[RowStats], features: Range<usize>, wide: &mut [&mut [[f64; 4]]]) {
+    let nf = bins.n_features;
+    let (first, last) = (features.start, features.end);
+    // Rows deep in a tree are scattered over the matrix: ask for a later
+    // row's statistics and bins while this one's are added.
+    for (i, &r) in rows.iter().enumerate() {
+        if let Some(a) = row_ahead(rows, i) {
+            prefetch(stats, a);
+            prefetch(&bins.bins, a * nf + first);
+        }
+        let r = r as usize;
+        let s = stats[r];
+        for (&b, feature) in bins.bins[r * nf + first..r * nf + last].iter().zip(wide.iter_mut()) {
+            let cell = &mut feature[b as usize];
+            for (c, v) in cell.iter_mut().zip(s) {
+                *c += v;
             }
         }
     }
@@ -164,18 +180,25 @@ mod tests {
 
     #[test]
     fn row_histograms_equal_column_histograms() {
-        let a: Vec<f64> = (0..50).map(|i| (i * 7 % 13) as f64).collect();
-        let b: Vec<f64> = (0..50).map(|i| if i % 5 == 0 { f64::NAN } else { (i % 4) as f64 }).collect();
+        // 50 rows take the narrow path, 1500 the wide one (features of 13 and 5 bins)
+        for n in [50, 1500] {
+            row_histograms_equal_column_histograms_on(n);
+        }
+    }
+
+    fn row_histograms_equal_column_histograms_on(n: usize) {
+        let a: Vec<f64> = (0..n).map(|i| (i * 7 % 13) as f64).collect();
+        let b: Vec<f64> = (0..n).map(|i| if i % 5 == 0 { f64::NAN } else { (i % 4) as f64 }).collect();
         let matrix = BinnedMatrix::fit(
             &[FeatureColumn::Numeric(a.into()), FeatureColumn::Numeric(b.into())],
             &QuantizeParams::default(),
         );
         let bins = RowBins::new(&matrix).unwrap();
-        let grad: Vec<f64> = (0..50).map(|i| (i as f64).sin()).collect();
-        let hess: Vec<f64> = (0..50).map(|i| 1.0 + (i as f64).cos().abs()).collect();
-        let counts = vec![1.0; 50];
-        let stats: Vec<RowStats> = (0..50).map(|r| [counts[r], grad[r], hess[r], 0.0]).collect();
-        let rows: Vec<u32> = (0..50).filter(|r| r % 3 != 1).collect();
+        let grad: Vec<f64> = (0..n).map(|i| (i as f64).sin()).collect();
+        let hess: Vec<f64> = (0..n).map(|i| 1.0 + (i as f64).cos().abs()).collect();
+        let counts = vec![1.0; n];
+        let stats: Vec<RowStats> = (0..n).map(|r| [counts[r], grad[r], hess[r], 0.0]).collect();
+        let rows: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 1).collect();
         let total = bins.offsets()[2] as usize * 3;
         let mut rowwise = vec![0.0; total];
         build_row_histograms(&bins, &rows, &stats, 0..2, &mut rowwise);

@@ -4,9 +4,10 @@
 
 use std::borrow::Cow;
 
-use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
+use arbor_kernels::{Criterion, RowBins, RowStats, SplitConstraints, Target as KernelTarget};
 use arbor_quantize::{BinnedMatrix, FeatureColumn};
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::data::dataset::TrainingData;
@@ -111,8 +112,12 @@ fn boost(
     // count (`row_stats`: 1 for the rows of the tree, 0 for the others), and
     // only there; column-wise ones read them apart, with the counts.
     let column_wise = row_bins.is_none();
-    let per_row = |value: f64| if column_wise { vec![value; n] } else { Vec::new() };
-    let (mut grad, mut hess, mut counts) = (per_row(0.0), per_row(0.0), per_row(0.0));
+    // A softmax round's trees grow side by side, as many at once as there
+    // are threads, each on its own derivative buffers (small data: one tree
+    // alone keeps one core busy).
+    let slots = if outputs > 1 { rayon::current_num_threads().clamp(1, outputs) } else { 1 };
+    let mut buffers: Vec<DerivativeBuffers> = (0..slots).map(|_| DerivativeBuffers::new(column_wise, n)).collect();
+    let mut counts = if column_wise { vec![0.0; n] } else { Vec::new() };
     // Without subsampling every round grows on every training row: their counts stay 1.
     if !subsample && column_wise {
         training_rows().iter().for_each(|&r| counts[r as usize] = 1.0);
@@ -121,7 +126,6 @@ fn boost(
         Some(values) => values[f][usize::from(bin_of(&matrix, row_bins.as_ref(), f, r))],
         None => columns.get()[f].raw_value(r),
     };
-    let mut row_stats = Vec::new();
     let settings = GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
         constraints: SplitConstraints {
@@ -160,40 +164,55 @@ fn boost(
         if loss == Loss::Softmax {
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
-        let mut round_trees = Vec::with_capacity(outputs);
-        for output in 0..outputs {
+        // One output grows on the round's stream; several each on a stream
+        // seeded from it, so trees do not depend on which grows first.
+        let mut output_rngs: Vec<ChaCha8Rng> = match outputs {
+            1 => vec![rng],
+            _ => (0..outputs).map(|_| ChaCha8Rng::seed_from_u64(rng.random())).collect(),
+        };
+        let grow = |output: usize, rng: &mut ChaCha8Rng, buffers: &mut DerivativeBuffers| {
             let rows = round_rows();
             let derivatives = loss.derivatives(&target, &rows, weight, &raw, &proba, output, outputs);
-            let (kernel_target, rowwise) = match &row_bins {
-                Some(bins) => {
-                    derivatives.write_packed(&mut row_stats);
-                    (KernelTarget::Packed { stats: &row_stats }, Some(RowWise { bins, stats: &row_stats }))
-                }
-                None => {
-                    derivatives.write(&mut grad, &mut hess);
-                    (KernelTarget::Gradients { grad: &grad, hess: &hess }, None)
-                }
-            };
             // Row-wise, the packed target carries the counts and the grower
             // reads no weights or counts apart: `counts` is empty then.
-            let grown = grow_tree(
-                &matrix,
-                rowwise,
-                &kernel_target,
-                rows.into_owned(),
-                TreeWeights { counts: Cow::Borrowed(&counts), weights: None },
-                &settings,
-                ranges.as_ref(),
-                &mut rng,
-            );
+            let (kernel_target, rowwise) = match (&row_bins, buffers) {
+                (Some(bins), DerivativeBuffers::Packed(stats)) => {
+                    derivatives.write_packed(stats);
+                    let stats: &[RowStats] = stats;
+                    (KernelTarget::Packed { stats }, Some(RowWise { bins, stats }))
+                }
+                (_, DerivativeBuffers::Apart { grad, hess }) => {
+                    derivatives.write(grad, hess);
+                    let (grad, hess): (&[f64], &[f64]) = (grad, hess);
+                    (KernelTarget::Gradients { grad, hess }, None)
+                }
+                (None, DerivativeBuffers::Packed(_)) => unreachable!("packed buffers are for row-wise bins"),
+            };
+            let weights = TreeWeights { counts: Cow::Borrowed(&counts), weights: None };
+            grow_tree(&matrix, rowwise, &kernel_target, rows.into_owned(), weights, &settings, ranges.as_ref(), rng)
+        };
+        let mut round_trees: Vec<GrownTree> = Vec::with_capacity(outputs);
+        for (first, rngs) in (0..outputs).step_by(slots).zip(output_rngs.chunks_mut(slots)) {
+            if rngs.len() == 1 {
+                round_trees.push(grow(first, &mut rngs[0], &mut buffers[0]));
+            } else {
+                let grown: Vec<GrownTree> = rngs
+                    .par_iter_mut()
+                    .zip(buffers.par_iter_mut())
+                    .enumerate()
+                    .map(|(i, (rng, buffers))| grow(first + i, rng, buffers))
+                    .collect();
+                round_trees.extend(grown);
+            }
+        }
+        for grown in &round_trees {
             for (g, acc) in grown.gain_per_feature.iter().zip(gain_per_feature.iter_mut()) {
                 *acc += g;
             }
-            round_trees.push((output, grown));
         }
         // Scores move only after every output's gradients are taken at the round's start.
         let rows = round_rows();
-        for (output, grown) in round_trees {
+        for (output, grown) in round_trees.into_iter().enumerate() {
             add_tree_outputs(&mut raw, outputs, output, &grown, &rows, &row_value);
             trees.push(grown.tree);
             covers.push(grown.cover);
@@ -239,6 +258,26 @@ fn boost(
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
         cover: Some(NodeCover::new(covers)),
     })
+}
+
+/// Where one tree's derivatives are written before it grows: packed with
+/// the counts for the row-wise kernel, or as gradient and hessian arrays by
+/// row id for the column-wise one. Reused from round to round.
+enum DerivativeBuffers {
+    Packed(Vec<RowStats>),
+    Apart { grad: Vec<f64>, hess: Vec<f64> },
+}
+
+impl DerivativeBuffers {
+    /// Buffers for `n` rows: arrays allocated now when `column_wise`; packed
+    /// statistics sized on first use.
+    fn new(column_wise: bool, n: usize) -> DerivativeBuffers {
+        if column_wise {
+            DerivativeBuffers::Apart { grad: vec![0.0; n], hess: vec![0.0; n] }
+        } else {
+            DerivativeBuffers::Packed(Vec::new())
+        }
+    }
 }
 
 /// Rows whose scores one task updates in [`add_tree_outputs`].
