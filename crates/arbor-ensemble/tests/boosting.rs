@@ -179,13 +179,16 @@ fn early_stopping_keeps_the_best_round() {
     assert!(accuracy(&model, &read("cancer_cls_test.parquet")) > 0.93);
 }
 
+/// The bytes of the model `options` train on `batch` with `threads` threads.
+fn bytes_on(batch: &RecordBatch, threads: usize, options: &str) -> Vec<u8> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    pool.install(|| fit(batch, options).to_bytes())
+}
+
 #[test]
 fn same_seed_same_bytes_on_any_thread_count() {
     let batch = read("flights_cls_train.parquet").slice(0, 20_000);
-    let on = |threads: usize, options: &str| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| fit(&batch, options).to_bytes())
-    };
+    let on = |threads: usize, options: &str| bytes_on(&batch, threads, options);
     let options = "n_rounds=10 sample_fraction=0.7 max_features=6";
     let one = on(1, options);
     assert_eq!(one, on(2, options));
@@ -194,15 +197,13 @@ fn same_seed_same_bytes_on_any_thread_count() {
 }
 
 /// A softmax round grows its class trees side by side, as many as there are
-/// threads (3 threads: groups of 3, 3, 3, then 1 alone): each tree draws
-/// its rows and features from its own stream, so the bytes stay the same.
+/// threads (3 threads: groups of 3, 3, 3, then 1 alone): the round's rows
+/// are drawn once, and each tree draws its features from its own stream, so
+/// the bytes stay the same.
 #[test]
 fn softmax_same_bytes_on_any_thread_count() {
     let batch = read("digits_cls_train.parquet");
-    let on = |threads: usize, options: &str| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| fit(&batch, options).to_bytes())
-    };
+    let on = |threads: usize, options: &str| bytes_on(&batch, threads, options);
     let options = "n_rounds=4 sample_fraction=0.7 max_features=20";
     let one = on(1, options);
     assert_eq!(one, on(2, options));
