@@ -484,27 +484,48 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
     Stats::from_slice(&sum[..stride])
 }
 
-/// The node's impurity `i(t)` (seed 000): Gini or entropy from class weights,
-/// weighted variance of the response for MSE (computed in two passes for
-/// accuracy). Boosting has no impurity: its nodes always qualify.
-fn impurity(stats: &[f64], target: &Target<'_>, criterion: Criterion, rows: &[u32], weights: &[f64]) -> f64 {
+/// Whether the node's impurity `i(t)` (seed 000) exceeds `threshold`: Gini
+/// or entropy from class weights, the weighted variance of the response for
+/// MSE (in two passes for accuracy). Boosting has no impurity: its nodes
+/// always qualify.
+///
+/// The variance's pass stops at the first row whose partial sum already
+/// exceeds the threshold: its terms are never negative (weights are checked
+/// `>= 0`), so rounded partial sums never decrease and the answer is the
+/// full sum's. Only pure nodes read all their rows; the others a few.
+fn impure(
+    stats: &[f64],
+    target: &Target<'_>,
+    criterion: Criterion,
+    rows: &[u32],
+    weights: &[f64],
+    threshold: f64,
+) -> bool {
     let (_, w) = count_weight(stats, criterion);
     if w <= 0.0 {
-        return 0.0;
+        return 0.0 > threshold;
     }
     match *target {
         Target::Classes { n_classes, .. } => {
             let p = stats[..n_classes].iter().map(|c| c / w);
-            match criterion {
+            let impurity = match criterion {
                 Criterion::Entropy => -p.filter(|&p| p > 0.0).map(|p| p * p.ln()).sum::<f64>(),
                 _ => 1.0 - p.map(|p| p * p).sum::<f64>(),
-            }
+            };
+            impurity > threshold
         }
         Target::Values { y } => {
             let mean = stats[2] / w;
-            rows.iter().map(|&r| weights[r as usize] * (y[r as usize] - mean).powi(2)).sum::<f64>() / w
+            let mut sum = 0.0;
+            for &r in rows {
+                sum += weights[r as usize] * (y[r as usize] - mean).powi(2);
+                if sum / w > threshold {
+                    return true;
+                }
+            }
+            sum / w > threshold
         }
-        Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY,
+        Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY > threshold,
     }
 }
 
@@ -527,6 +548,44 @@ mod tests {
     use super::*;
     use arbor_quantize::{FeatureColumn, QuantizeParams};
     use rand::SeedableRng;
+
+    /// The variance test that stops early answers as the full two-pass
+    /// variance does, at every threshold, including the variance itself.
+    #[test]
+    fn early_stopping_variance_test_matches_the_full_variance() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for case in 0..200 {
+            let n = rng.random_range(1..40);
+            // some nodes pure, some with a single odd row, some spread
+            let y: Vec<f64> = (0..n)
+                .map(|i| match case % 3 {
+                    0 => 7.0,
+                    1 if i == n - 1 => 7.5,
+                    1 => 7.0,
+                    _ => rng.random_range(-3.0..3.0),
+                })
+                .collect();
+            let weights: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..3u8))).collect();
+            let rows: Vec<u32> = (0..n as u32).collect();
+            let target = Target::Values { y: &y };
+            let stats = node_stats(&target, &rows, &weights, &weights);
+            let (_, w) = count_weight(&stats, Criterion::Mse);
+            let full = if w > 0.0 {
+                let mean = stats[2] / w;
+                rows.iter().map(|&r| weights[r as usize] * (y[r as usize] - mean).powi(2)).sum::<f64>() / w
+            } else {
+                0.0
+            };
+            let mut thresholds = vec![f64::EPSILON, full, full / 2.0, full * 2.0];
+            if full > 0.0 {
+                thresholds.push(f64::from_bits(full.to_bits() - 1)); // the float just below
+            }
+            for threshold in thresholds {
+                let got = impure(&stats, &target, Criterion::Mse, &rows, &weights, threshold);
+                assert_eq!(got, full > threshold, "case {case}: variance {full}, threshold {threshold}");
+            }
+        }
+    }
 
     /// Subtrees grown apart give the nodes, leaf values, row order, leaves
     /// and gains of one sequential depth-first growth.

@@ -10,7 +10,7 @@ use arbor_kernels::{
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::{draw_feature, impurity, node_rows, Evaluated, Grower, Pending, FUSED_MIN_RECORDS};
+use super::{draw_feature, impure, node_rows, Evaluated, Grower, Pending, FUSED_MIN_RECORDS};
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
@@ -18,9 +18,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     pub(super) fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
         let criterion = self.data.settings.criterion;
         let (count, weight) = count_weight(stats, criterion);
+        let threshold = self.data.settings.impurity_threshold.max(f64::EPSILON);
         self.may_split(count, weight, depth)
-            && impurity(stats, self.data.target, criterion, rows, self.data.weights)
-                > self.data.settings.impurity_threshold.max(f64::EPSILON)
+            && impure(stats, self.data.target, criterion, rows, self.data.weights, threshold)
     }
 
     pub(super) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
