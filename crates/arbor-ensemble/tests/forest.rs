@@ -347,26 +347,31 @@ fn string_labels_come_back_as_strings() {
     assert!(agree as f64 / names.len() as f64 > 0.97, "training accuracy {agree}/{}", names.len());
 }
 
-/// The foundation issue's floors on all the data: scikit-learn reaches accuracy
-/// 0.8993 on flights with 100 trees and oneDAL 0.8994, and scikit-learn RMSE
-/// 0.1044 on diamonds with 3 features per node and 5 rows per leaf. arbor
-/// measures 0.8976 and 0.0972 (CLI, same options). Flights holds the floor of
-/// the speed issue, oneDAL's accuracy minus 0.002, because categories of fewer
-/// than 10 rows in a node are pooled (`min_samples_category`): every category
-/// on its own gives 0.8970.
+/// The floors on all the data. Flights: scikit-learn reaches accuracy 0.8993
+/// with 100 trees and oneDAL 0.8994; arbor measures 0.8996 because subset
+/// splits of many categories are charged for their degrees of freedom
+/// (`category_penalty`; without the charge, 0.8976 and the floor fails).
+/// Flights regression: scikit-learn's RMSE with 100 trees is 16.55, oneDAL's
+/// 16.64; arbor's 50 trees reach 16.61 (16.77 without the charge). Diamonds:
+/// scikit-learn RMSE 0.1044 with 3 features per node and 5 rows per leaf,
+/// oneDAL 0.1014; arbor measures 0.0976.
 #[test]
 fn full_data_reaches_the_reference_accuracy() {
     let model = fit(&read("flights_cls_train.parquet", usize::MAX), "oob=true");
     assert_eq!(model.trees().len(), 100);
     let acc = accuracy(&model, &read("flights_cls_test.parquet", usize::MAX));
-    assert!(acc >= 0.8974, "flights accuracy {acc}");
+    assert!(acc >= 0.8990, "flights accuracy {acc}");
     // Seed 000: the out-of-bag error estimates the held-out error.
     let oob = model.oob_error().expect("oob=true computes it");
     assert!((oob - (1.0 - acc)).abs() <= 0.01, "oob error {oob} vs held-out error {}", 1.0 - acc);
 
+    let model = fit(&read("flights_reg_train.parquet", usize::MAX), "n_trees=50");
+    let rmse_flights = rmse(&model, &read("flights_reg_test.parquet", usize::MAX));
+    assert!(rmse_flights <= 16.68, "flights RMSE {rmse_flights}");
+
     let model = fit(&read("diamonds_reg_train.parquet", usize::MAX), "max_features=3 min_samples_leaf=5");
     let rmse = rmse(&model, &read("diamonds_reg_test.parquet", usize::MAX));
-    assert!(rmse <= 0.106, "diamonds RMSE {rmse}");
+    assert!(rmse <= 0.1014, "diamonds RMSE {rmse}");
 }
 
 /// `split_method=exact` (seed "dense"): every midpoint between consecutive

@@ -21,6 +21,13 @@ pub enum Criterion {
 /// when categories are ordered for a subset split (LightGBM's `cat_smooth`).
 pub const CATEGORY_SMOOTHING: f64 = 10.0;
 
+/// Degrees of freedom of a subset split that are not charged for (see
+/// [`SplitConstraints::category_charge`]): a threshold searched over a
+/// numeric feature's bins picks the largest of many correlated gains, and
+/// on noise that is worth about as many degrees as a subset of six
+/// categories; smaller categorical features are never charged.
+pub const UNCHARGED_DEGREES: usize = 5;
+
 /// Limits a split must respect (seed 000 "Termination Criteria").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SplitConstraints {
@@ -32,11 +39,22 @@ pub struct SplitConstraints {
     /// weight, or rows for boosting) for it to be ordered on its own in a
     /// subset split; smaller ones are pooled and move as one (1: none pooled).
     pub min_samples_category: f64,
+    /// Gain charged against a subset split for each degree of freedom it
+    /// used beyond [`UNCHARGED_DEGREES`] (`k` categories ordered: `k − 1`),
+    /// so that a feature of many categories wins a node on signal, not on
+    /// the many subsets it could choose from (0: no charge). Forests set it
+    /// per node: `category_penalty` times the gain noise shows per degree.
+    pub category_charge: f64,
 }
 
 impl Default for SplitConstraints {
     fn default() -> Self {
-        SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0, min_samples_category: 1.0 }
+        SplitConstraints {
+            min_samples_leaf: 1.0,
+            min_weight_leaf: 0.0,
+            min_samples_category: 1.0,
+            category_charge: 0.0,
+        }
     }
 }
 
@@ -111,6 +129,17 @@ pub struct SplitCandidate {
     pub left: Stats,
     /// Statistics of the right child.
     pub right: Stats,
+    /// Gain charged for the subsets a categorical split chose among
+    /// ([`SplitConstraints::category_charge`]); 0 for thresholds.
+    pub charge: f64,
+}
+
+impl SplitCandidate {
+    /// What the split competes with: its gain less its charge.
+    #[inline]
+    pub fn merit(&self) -> f64 {
+        self.gain - self.charge
+    }
 }
 
 /// Count and weight of a statistics vector (histogram-bin layout): for
@@ -279,7 +308,7 @@ impl<'a, B: StatBuf> Scan<'a, B> {
         }
         let left = Stats::from_slice(self.best_left.as_ref());
         let right = total.iter().zip(&left).map(|(t, l)| t - l).collect();
-        Some(SplitCandidate { gain: self.best_gain, rule, left, right })
+        Some(SplitCandidate { gain: self.best_gain, rule, left, right, charge: 0.0 })
     }
 }
 
@@ -298,7 +327,8 @@ pub fn occupied_bins(hist: &[f64], stride: usize, criterion: Criterion) -> usize
 /// boosting) and try every prefix of that order, which finds the best subset
 /// exactly for regression and two classes (Breiman's theorem) and a good one
 /// otherwise. Categories smaller than `min_samples_category` in the node are
-/// pooled and sorted as one category.
+/// pooled and sorted as one category. A subset split of more than six
+/// categories carries a charge ([`SplitConstraints::category_charge`]).
 pub fn best_split(
     hist: &[f64],
     stride: usize,
@@ -421,7 +451,9 @@ impl SplitKernel<'_> {
                     goes_left[item] = i < best_len;
                 }
             }
-            scan.finish(SplitRule::Categories { goes_left }, total)
+            let charged = (order.len() - 1).saturating_sub(UNCHARGED_DEGREES);
+            let charge = constraints.category_charge * charged as f64;
+            scan.finish(SplitRule::Categories { goes_left }, total).map(|s| SplitCandidate { charge, ..s })
         } else {
             let has_missing = occupied(0);
             let mut left = B::zeros(stride);
@@ -516,7 +548,7 @@ mod tests {
     #[test]
     fn min_samples_leaf_is_respected() {
         let hist = [0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 9.0, 9.0];
-        let c = SplitConstraints { min_samples_leaf: 2.0, min_weight_leaf: 0.0, min_samples_category: 1.0 };
+        let c = SplitConstraints { min_samples_leaf: 2.0, ..SplitConstraints::default() };
         assert!(best_split(&hist, 3, Criterion::Gini, &c, false).is_none());
     }
 
@@ -562,6 +594,32 @@ mod tests {
         // A node whose categories are all rare has nothing to order.
         let all_rare = SplitConstraints { min_samples_category: 51.0, ..SplitConstraints::default() };
         assert!(best_split(&hist, 3, Criterion::Mse, &all_rare, true).is_none());
+    }
+
+    #[test]
+    fn subset_splits_of_many_categories_are_charged_per_degree() {
+        // Twelve categories alternating between means 0 and 10, then six.
+        let twelve: Vec<(f64, f64)> = (0..12).map(|c| (20.0, if c % 2 == 0 { 0.0 } else { 10.0 })).collect();
+        let charged = SplitConstraints { category_charge: 3.0, ..SplitConstraints::default() };
+        let free =
+            best_split(&regression_hist(&twelve), 3, Criterion::Mse, &SplitConstraints::default(), true).unwrap();
+        let s = best_split(&regression_hist(&twelve), 3, Criterion::Mse, &charged, true).unwrap();
+        // The same split and gain; eleven degrees of freedom, five of them free.
+        assert_eq!((s.rule.clone(), s.gain), (free.rule, free.gain));
+        assert_eq!((free.charge, s.charge), (0.0, 3.0 * 6.0));
+        assert_eq!(s.merit(), s.gain - 18.0);
+        // Six categories use five degrees: no charge.
+        let s = best_split(&regression_hist(&twelve[..6]), 3, Criterion::Mse, &charged, true).unwrap();
+        assert_eq!(s.charge, 0.0);
+        // Pooled categories count once: eight of twelve pooled leave five.
+        let pooled = SplitConstraints { min_samples_category: 21.0, ..charged };
+        let mut hist = twelve.clone();
+        hist[..4].iter_mut().for_each(|c| c.0 = 30.0);
+        let s = best_split(&regression_hist(&hist), 3, Criterion::Mse, &pooled, true).unwrap();
+        assert_eq!(s.charge, 0.0);
+        // Thresholds are never charged.
+        let s = best_split(&regression_hist(&twelve), 3, Criterion::Mse, &charged, false).unwrap();
+        assert_eq!(s.charge, 0.0);
     }
 
     proptest::proptest! {

@@ -18,7 +18,7 @@ fn check(bins: Vec<u8>, labels: Vec<u32>, weights: Vec<f64>, n_bins: usize, cate
     };
     let stride = target.stride();
     let rows: Vec<u32> = (0..n as u32).filter(|r| r % 4 != 1).collect();
-    let constraints = SplitConstraints { min_samples_leaf: 2.0, min_weight_leaf: 0.0, min_samples_category: 1.0 };
+    let constraints = SplitConstraints { min_samples_leaf: 2.0, ..SplitConstraints::default() };
 
     let mut dense = vec![0.0; n_bins * stride];
     build_histogram(&column, &rows, &weights, &weights, &target, &mut dense);

@@ -292,7 +292,7 @@ proptest! {
         let target = input.target(criterion);
         let stride = target.stride();
         let rows = node_rows(n, &keep);
-        let constraints = SplitConstraints { min_samples_leaf: 1.0, min_weight_leaf: 0.0, min_samples_category: 1.0 };
+        let constraints = SplitConstraints { min_samples_leaf: 1.0, ..SplitConstraints::default() };
         same_at_every_level(|| {
             let mut hist = vec![0.0; n_bins * stride];
             build_histogram(column, &rows, w, w, &target, &mut hist);

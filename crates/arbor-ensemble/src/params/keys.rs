@@ -324,7 +324,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| IMPORTANCES.iter().find(|(_, i)| *i == r.params.forest.importance).map(|(name, _)| (*name).into()),
-        place: (22, 16),
+        place: (23, 16),
     },
     KeySpec {
         name: "seed",
@@ -336,7 +336,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| shown(r, |f| f.seed, |b| b.seed),
-        place: (23, 17),
+        place: (24, 17),
     },
     // Random forest keys.
     KeySpec {
@@ -395,6 +395,17 @@ pub(crate) const KEYS: &[KeySpec] = &[
         place: (13, 0),
     },
     KeySpec {
+        name: "category_penalty",
+        applies: Applies::Forest,
+        set: |p, k, v| {
+            p.forest.category_penalty = NON_NEGATIVE.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, _, k| NON_NEGATIVE.number(k, p.forest.category_penalty),
+        show: |r| Some(r.params.forest.category_penalty.to_string()),
+        place: (15, 0),
+    },
+    KeySpec {
         name: "min_weight_fraction_leaf",
         applies: Applies::Forest,
         set: |p, k, v| {
@@ -403,7 +414,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, _, k| MIN_WEIGHT_FRACTION_LEAF.number(k, p.forest.min_weight_fraction_leaf),
         show: |r| Some(r.params.forest.min_weight_fraction_leaf.to_string()),
-        place: (15, 0),
+        place: (16, 0),
     },
     KeySpec {
         name: "impurity_threshold",
@@ -414,7 +425,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, _, k| NON_NEGATIVE.number(k, p.forest.impurity_threshold),
         show: |r| Some(r.params.forest.impurity_threshold.to_string()),
-        place: (16, 0),
+        place: (17, 0),
     },
     KeySpec {
         name: "min_impurity_decrease",
@@ -425,7 +436,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, _, k| NON_NEGATIVE.number(k, p.forest.min_impurity_decrease),
         show: |r| Some(r.params.forest.min_impurity_decrease.to_string()),
-        place: (17, 0),
+        place: (18, 0),
     },
     KeySpec {
         name: "criterion",
@@ -445,7 +456,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
                 .into(),
             )
         },
-        place: (18, 0),
+        place: (19, 0),
     },
     KeySpec {
         name: "voting",
@@ -456,7 +467,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| Some(if r.params.forest.voting == Voting::Weighted { "weighted" } else { "unweighted" }.into()),
-        place: (19, 0),
+        place: (20, 0),
     },
     KeySpec {
         name: "oob",
@@ -467,7 +478,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| Some(r.params.forest.oob.to_string()),
-        place: (20, 0),
+        place: (21, 0),
     },
     KeySpec {
         name: "oob_per_observation",
@@ -478,7 +489,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| Some(r.params.forest.oob_per_observation.to_string()),
-        place: (21, 0),
+        place: (22, 0),
     },
     // Gradient boosting keys.
     KeySpec {

@@ -220,7 +220,7 @@ mod tests {
         let p = TrainParams::parse_options("early_stopping_rounds=3").unwrap();
         let forest: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
         let expected = "task algorithm n_trees max_features bootstrap sample_fraction split_method splitter max_bins \
-            min_bin_size max_depth max_leaf_nodes min_samples_leaf min_samples_split min_samples_category \
+            min_bin_size max_depth max_leaf_nodes min_samples_leaf min_samples_split min_samples_category category_penalty \
             min_weight_fraction_leaf impurity_threshold min_impurity_decrease criterion voting oob oob_per_observation \
             importance seed";
         assert_eq!(forest, expected.split_whitespace().collect::<Vec<_>>());

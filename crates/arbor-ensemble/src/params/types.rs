@@ -127,6 +127,12 @@ pub struct ForestParams {
     /// pooled and move together, so that a few rows' noise cannot pick a split
     /// (10, as LightGBM and scikit-learn's histogram boosting; 1: no pooling).
     pub min_samples_category: usize,
+    /// How many times the gain that noise is expected to show a subset split
+    /// of `k` categories charges it for each of its `k − 1` degrees of
+    /// freedom beyond five: a feature of many categories (flights' 104
+    /// destinations) must win a node on signal, not on the number of subsets
+    /// it could pick from (24; 0: no charge).
+    pub category_penalty: f64,
     /// Fewest total weight in a leaf, as a fraction of all weight.
     pub min_weight_fraction_leaf: f64,
     /// Nodes with impurity at or below this are leaves.
@@ -163,6 +169,7 @@ impl Default for ForestParams {
             min_samples_leaf: None,
             min_samples_split: 2,
             min_samples_category: 10,
+            category_penalty: 24.0,
             min_weight_fraction_leaf: 0.0,
             impurity_threshold: 0.0,
             min_impurity_decrease: 0.0,

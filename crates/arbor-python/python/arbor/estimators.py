@@ -254,6 +254,7 @@ class _Forest(_ArborEstimator):
         min_samples_leaf=None,
         min_samples_split=2,
         min_samples_category=10,
+        category_penalty=24.0,
         min_weight_fraction_leaf=0.0,
         impurity_threshold=0.0,
         min_impurity_decrease=0.0,
@@ -276,6 +277,7 @@ class _Forest(_ArborEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.min_samples_split = min_samples_split
         self.min_samples_category = min_samples_category
+        self.category_penalty = category_penalty
         self.min_weight_fraction_leaf = min_weight_fraction_leaf
         self.impurity_threshold = impurity_threshold
         self.min_impurity_decrease = min_impurity_decrease

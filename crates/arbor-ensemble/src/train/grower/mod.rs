@@ -15,6 +15,7 @@
 use arbor_kernels::{
     build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, CompactHistogram, CountKey,
     Criterion, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints, Stats, Target,
+    UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -47,6 +48,11 @@ pub(crate) const FORK_MIN_ROWS: usize = 1024;
 pub(crate) struct GrowSettings {
     pub criterion: Criterion,
     pub constraints: SplitConstraints,
+    /// Forests: how many times noise's gain per degree of freedom a subset
+    /// split of many categories is charged per degree (`category_penalty`;
+    /// 0 for boosting). The grower turns it into the node's
+    /// [`SplitConstraints::category_charge`].
+    pub category_penalty: f64,
     /// 0 = unlimited.
     pub max_depth: usize,
     pub min_samples_split: f64,
@@ -291,6 +297,13 @@ pub(crate) fn grow_tree(
         }
         packed
     });
+    // Subset splits are charged only beyond UNCHARGED_DEGREES + 1 categories.
+    let chargeable = settings.category_penalty > 0.0
+        && !settings.random_splitter
+        && (0..n_features).any(|f| {
+            let mapper = matrix.mapper(f);
+            mapper.is_categorical() && mapper.n_bins() > UNCHARGED_DEGREES + 2
+        });
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
@@ -306,6 +319,7 @@ pub(crate) fn grow_tree(
             rowwise,
             keys: keys.as_deref().map(|keys| (keys, n_classes)),
             packed: packed.as_deref(),
+            chargeable,
         },
         buffers: Buffers {
             hist: vec![0.0; max_bins * stride],
@@ -362,6 +376,9 @@ struct Inputs<'a, 't> {
     /// Otherwise each row's statistics packed in four lanes, by row id
     /// (targets of at most four values per bin).
     packed: Option<&'a [RowStats]>,
+    /// Some feature has enough categories for its subset splits to be
+    /// charged (`category_penalty`, forests).
+    chargeable: bool,
 }
 
 /// A grower's own working buffers, reused from node to node.
@@ -613,7 +630,12 @@ mod tests {
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let settings = GrowSettings {
             criterion: Criterion::Newton { lambda: 1.0 },
-            constraints: SplitConstraints { min_samples_leaf: 5.0, min_weight_leaf: 0.0, min_samples_category: 10.0 },
+            constraints: SplitConstraints {
+                min_samples_leaf: 5.0,
+                min_samples_category: 10.0,
+                ..SplitConstraints::default()
+            },
+            category_penalty: 0.0,
             max_depth: 8,
             min_samples_split: 2.0,
             features_per_node: columns.len(),

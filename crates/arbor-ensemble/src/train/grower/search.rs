@@ -4,13 +4,13 @@
 
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, child_size, count_weight, occupied_bins, random_split,
-    NodeRows, RandomSplit, SplitCandidate, MAX_RECORD_WIDTH,
+    Criterion, NodeRows, RandomSplit, SplitCandidate, SplitConstraints, Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
 };
 
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::{draw_feature, impure, node_rows, Evaluated, Grower, Pending, FUSED_MIN_RECORDS};
+use super::{draw_feature, impure, node_rows, Evaluated, Grower, Inputs, Pending, FUSED_MIN_RECORDS};
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
@@ -44,7 +44,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         } else {
             (self.best_of_random_features(&p), None)
         };
-        let best = best.filter(|(_, s)| s.gain >= settings.min_gain);
+        let best = best.filter(|(_, s)| s.merit() >= settings.min_gain);
         Evaluated { pending: p, best, hist }
     }
 
@@ -55,8 +55,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         known: Option<Vec<f64>>,
     ) -> (Option<(usize, SplitCandidate)>, Vec<f64>) {
         let (matrix, stride, criterion) = (self.data.matrix, self.data.stride, self.data.settings.criterion);
-        let c = &self.data.settings.constraints;
         let node_rows = &self.rows[p.start..p.end];
+        let charged = self.data.chargeable.then(|| charged_constraints(&self.data, p, node_rows));
+        let c = charged.as_ref().unwrap_or(&self.data.settings.constraints);
         let h = known.unwrap_or_else(|| {
             self.buffers.layout.build(
                 matrix,
@@ -78,11 +79,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                     .flatten()
             })
             .collect();
-        // The highest gain wins; on a tie, the lowest feature index.
+        // The highest merit wins; on a tie, the lowest feature index.
         let mut best: Option<(usize, SplitCandidate)> = None;
         for (f, candidate) in candidates.into_iter().enumerate() {
             if let Some(candidate) = candidate {
-                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
                     best = Some((f, candidate));
                 }
             }
@@ -94,10 +95,13 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// count), each with its best split or, for the random splitter, a random one.
     pub(super) fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
         let (matrix, stride, settings) = (self.data.matrix, self.data.stride, self.data.settings);
-        let (criterion, c) = (settings.criterion, &settings.constraints);
+        let criterion = settings.criterion;
         let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
         let node_rows = node_rows(self.rows, &self.records, p);
+        // The charge of many-category subsets needs the node's noise, found
+        // the first time such a feature is drawn (a pass over the rows, for MSE).
+        let mut charged = None;
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
         for i in 0..n_features {
@@ -114,6 +118,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let mapper = matrix.mapper(f);
             let n_bins = mapper.n_bins();
             let categorical = mapper.is_categorical();
+            let c = if categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2 {
+                &*charged.get_or_insert_with(|| charged_constraints(&self.data, p, node_rows))
+            } else {
+                &settings.constraints
+            };
             let candidate = if settings.random_splitter {
                 let node = NodeRows {
                     rows: node_rows,
@@ -184,7 +193,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             };
             visited += 1;
             if let Some(candidate) = candidate {
-                if best.as_ref().is_none_or(|(_, b)| candidate.gain > b.gain) {
+                if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
                     best = Some((f, candidate));
                 }
             }
@@ -219,4 +228,28 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.buffers.record_sums.fill(node, records.width(), &self.buffers.perm[..m], &n_bins[..m], n_classes);
         m
     }
+}
+
+/// The constraints of node `p` with its [`SplitConstraints::category_charge`]:
+/// `category_penalty` times the gain a split of pure noise shows per degree
+/// of freedom. On noise a `k`-way partition's weighted impurity decrease is
+/// close to `χ²` with `k − 1` degrees of freedom times: the node's Gini
+/// index, or its weighted variance of the response (MSE); for entropy (in
+/// nats) it is `χ²/2` with `(k − 1)(C − 1)` degrees, so `(C − 1)/2` a degree.
+fn charged_constraints(data: &Inputs<'_, '_>, p: &Pending, rows: &[u32]) -> SplitConstraints {
+    let settings = data.settings;
+    let (_, w) = count_weight(&p.stats, settings.criterion);
+    let noise = match (settings.criterion, data.target) {
+        _ if w <= 0.0 => 0.0,
+        (Criterion::Gini, &Target::Classes { n_classes, .. }) => {
+            1.0 - p.stats[..n_classes].iter().map(|c| (c / w) * (c / w)).sum::<f64>()
+        }
+        (Criterion::Entropy, &Target::Classes { n_classes, .. }) => (n_classes as f64 - 1.0) / 2.0,
+        (Criterion::Mse, &Target::Values { y }) => {
+            let mean = p.stats[2] / w;
+            rows.iter().map(|&r| data.weights[r as usize] * (y[r as usize] - mean).powi(2)).sum::<f64>() / w
+        }
+        _ => 0.0,
+    };
+    SplitConstraints { category_charge: settings.category_penalty * noise, ..settings.constraints }
 }

@@ -106,8 +106,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             for (i, e) in waiting.iter().enumerate() {
                 if let Some((_, split)) = &e.best {
                     let node = e.pending.node;
-                    if pick.is_none_or(|(_, gain, first)| split.gain > gain || split.gain == gain && node < first) {
-                        pick = Some((i, split.gain, node));
+                    let merit = split.merit();
+                    if pick.is_none_or(|(_, best, first)| merit > best || merit == best && node < first) {
+                        pick = Some((i, merit, node));
                     }
                 }
             }
