@@ -35,15 +35,25 @@ const DIRECT_SPAN: usize = 1 << 16;
 ///
 /// A column's place in the packed keys depends only on the columns before
 /// it, so the columns are ranked a thread's worth at a time and packed as
-/// they come: the ranks of every column are never held at once.
+/// they come: the ranks of every column are never held at once. Columns past
+/// the first two words (128 bits) only break ties between rows whose first
+/// two words are equal, so they are ranked only if some rows tie there, and
+/// packed for those rows alone: wide tables of continuous values never rank
+/// them (each ranking is a sort of the column).
 pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
     let n = keys.first().map_or(0, |k| k.len());
     let mut head = vec![0u128; n];
     let mut layout = KeyLayout::default();
-    // Columns past the first two words: (column, word, shift), ranked again if ever needed.
+    // Columns ranked and placed past the first two words: (column, word, shift).
     let mut tail_columns = Vec::new();
+    // The first column not ranked: the head was full before its turn.
+    let mut unranked = keys.len();
     let threads = rayon::current_num_threads().max(1);
     for (chunk, columns) in keys.chunks(threads).enumerate() {
+        if layout.words > 2 {
+            unranked = chunk * threads;
+            break;
+        }
         let ranked: Vec<(Ranks, u32)> = columns.par_iter().map(|k| ranks(*k)).collect();
         for (i, (ranks, top)) in ranked.iter().enumerate() {
             match layout.place(*top) {
@@ -74,22 +84,52 @@ pub(crate) fn canonical_order(keys: &[SortKey<'_>]) -> Vec<u32> {
     drop(head);
     keyed.par_sort_unstable();
     let mut order: Vec<u32> = keyed.iter().map(|&(_, r)| r).collect();
-    let n_tail = layout.words.saturating_sub(2);
-    if n_tail > 0 {
-        let mut tail = vec![0u64; n * n_tail];
-        for &(column, word, shift) in &tail_columns {
-            let (ranks, _) = ranks(keys[column]);
-            for (r, words) in tail.chunks_exact_mut(n_tail).enumerate() {
-                words[word - 2] |= ranks.get(r) << shift;
-            }
+    if layout.words <= 2 {
+        return order;
+    }
+    let ties: Vec<std::ops::Range<usize>> = keyed
+        .chunk_by(|a, b| a.0 == b.0)
+        .scan(0, |start, run| {
+            *start += run.len();
+            Some(*start - run.len()..*start)
+        })
+        .filter(|run| run.len() > 1)
+        .collect();
+    drop(keyed);
+    if ties.is_empty() {
+        return order;
+    }
+    // The tied rows, run after run, and their words past the first two,
+    // one vector per word.
+    let tied: Vec<u32> = ties.iter().flat_map(|run| order[run.clone()].iter().copied()).collect();
+    let mut words: Vec<Vec<u64>> = Vec::new();
+    let mut pack = |ranks: &Ranks, word: usize, shift: u32| {
+        while words.len() <= word - 2 {
+            words.push(vec![0; tied.len()]);
         }
-        let tail = |r: u32| &tail[r as usize * n_tail..(r as usize + 1) * n_tail];
-        let mut start = 0;
-        while start < n {
-            let end = start + keyed[start..].iter().take_while(|(h, _)| *h == keyed[start].0).count();
-            order[start..end].sort_unstable_by(|&a, &b| tail(a).cmp(tail(b)).then(a.cmp(&b)));
-            start = end;
+        for (w, &r) in words[word - 2].iter_mut().zip(&tied) {
+            *w |= ranks.get(r as usize) << shift;
         }
+    };
+    for &(column, word, shift) in &tail_columns {
+        pack(&ranks(keys[column]).0, word, shift);
+    }
+    for key in &keys[unranked..] {
+        let (ranks, top) = ranks(*key);
+        if let Some((word, shift)) = layout.place(top) {
+            pack(&ranks, word, shift);
+        }
+    }
+    let mut at = 0;
+    for run in ties {
+        let rows: Vec<u32> = order[run.clone()].to_vec();
+        let tail = |i: usize| words.iter().map(move |w| w[at + i]);
+        let mut slots: Vec<usize> = (0..rows.len()).collect();
+        slots.sort_unstable_by(|&a, &b| tail(a).cmp(tail(b)).then(rows[a].cmp(&rows[b])));
+        for (row, &slot) in order[run].iter_mut().zip(&slots) {
+            *row = rows[slot];
+        }
+        at += rows.len();
     }
     order
 }
@@ -367,5 +407,17 @@ mod tests {
         // Even rows first (the wide columns' 0), each half ordered by `last`.
         assert!(order[..20].iter().all(|r| r % 2 == 0));
         assert!(order[..20].windows(2).all(|w| last[w[0] as usize] < last[w[1] as usize]));
+
+        // Columns past the head that are ranked only because rows tie: a
+        // coarse one, then two that settle what it leaves tied.
+        let coarse: Vec<f64> = (0..40).map(|r| f64::from(((r * 7) % 40) / 8)).collect();
+        let third: Vec<f64> = (0..40).map(|r| f64::from(r % 3)).collect();
+        let fine: Vec<f64> = (0..40).map(|r| f64::from((r * 13) % 40) + 0.5).collect();
+        let mut keys = vec![SortKey::Numbers(&wide); 8];
+        keys.extend([SortKey::Numbers(&coarse), SortKey::Numbers(&third), SortKey::Numbers(&fine)]);
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(pool.install(|| canonical_order(&keys)), compared_order(&keys), "{threads} threads");
+        }
     }
 }
