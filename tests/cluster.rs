@@ -245,6 +245,13 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
     ok(cluster.sql(&format!("{tables} {}", train_statement(&undisturbed, options))));
 
     let disturbed = data.join("disturbed.parquet");
+    // What Ballista logs as a pulled (or pushed) task starts, per executor;
+    // counted before the job starts, so that none of its tasks is missed.
+    let tasks_run = |i: usize| {
+        let log = std::fs::read_to_string(cluster.dir.path().join(format!("executor-{i}.log"))).unwrap();
+        log.matches("Received task").count() + log.matches("Execute task").count()
+    };
+    let before = [tasks_run(0), tasks_run(1)];
     let mut job = arbor()
         .args(["sql", "--cluster", &cluster.url, "--format", "csv", "-c"])
         .arg(format!("{tables} {}", train_statement(&disturbed, options)))
@@ -252,22 +259,34 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Killed as soon as it runs one of this job's tasks.
-    let log = cluster.dir.path().join("executor-0.log");
-    let tasks_run = || {
-        let log = std::fs::read_to_string(&log).unwrap();
-        // What Ballista logs as a pulled (or pushed) task starts.
-        log.matches("Received task").count() + log.matches("Execute task").count()
-    };
-    let before = tasks_run();
+    // The first executor that runs one of this job's tasks is killed (which
+    // one the scheduler picks first is its business).
     let start = Instant::now();
-    while tasks_run() == before {
-        assert!(start.elapsed() < Duration::from_secs(60), "executor 0 ran none of the job's tasks");
+    let victim = loop {
+        if let Some(i) = (0..2).find(|&i| tasks_run(i) > before[i]) {
+            break i;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no executor ran the job's tasks");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill");
-    cluster.executors[0].kill().unwrap();
-    cluster.executors[0].wait().unwrap();
+    cluster.executors[victim].kill().unwrap();
+    cluster.executors[victim].wait().unwrap();
+    // The job ends, one way or the other, in bounded time.
+    let start = Instant::now();
+    while job.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(300) {
+            job.kill().unwrap();
+            let scheduler = std::fs::read_to_string(cluster.dir.path().join("scheduler.log")).unwrap_or_default();
+            let mut tail: Vec<&str> = scheduler.lines().rev().take(30).collect();
+            tail.reverse();
+            panic!(
+                "the job did not end within 300 s of killing executor {victim}; scheduler log ends:\n{}",
+                tail.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let out = job.wait_with_output().unwrap();
     if out.status.success() {
         let model = |p: &Path| model_bytes(p);
