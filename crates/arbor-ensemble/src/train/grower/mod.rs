@@ -524,26 +524,37 @@ fn impure(
     }
     match *target {
         Target::Classes { n_classes, .. } => {
-            let p = stats[..n_classes].iter().map(|c| c / w);
             let impurity = match criterion {
-                Criterion::Entropy => -p.filter(|&p| p > 0.0).map(|p| p * p.ln()).sum::<f64>(),
-                _ => 1.0 - p.map(|p| p * p).sum::<f64>(),
+                Criterion::Entropy => {
+                    -stats[..n_classes].iter().map(|c| c / w).filter(|&p| p > 0.0).map(|p| p * p.ln()).sum::<f64>()
+                }
+                _ => gini_index(stats, n_classes, w),
             };
             impurity > threshold
         }
-        Target::Values { y } => {
-            let mean = stats[2] / w;
-            let mut sum = 0.0;
-            for &r in rows {
-                sum += weights[r as usize] * (y[r as usize] - mean).powi(2);
-                if sum / w > threshold {
-                    return true;
-                }
-            }
-            sum / w > threshold
-        }
+        Target::Values { y } => variance_until(y, rows, weights, stats[2] / w, w, threshold) > threshold,
         Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY > threshold,
     }
+}
+
+/// The Gini index `1 − Σ p²` of class weights `stats[..n_classes]` summing to `w > 0`.
+fn gini_index(stats: &[f64], n_classes: usize, w: f64) -> f64 {
+    1.0 - stats[..n_classes].iter().map(|c| (c / w) * (c / w)).sum::<f64>()
+}
+
+/// The weighted variance of `y` over `rows` (weight sum `w > 0`, mean
+/// `mean`), summed in row order; or, as soon as the partial sum exceeds
+/// `stop`, that partial figure (its terms are never negative, so the full
+/// one exceeds `stop` too). `f64::INFINITY` gives the full variance.
+fn variance_until(y: &[f64], rows: &[u32], weights: &[f64], mean: f64, w: f64, stop: f64) -> f64 {
+    let mut sum = 0.0;
+    for &r in rows {
+        sum += weights[r as usize] * (y[r as usize] - mean).powi(2);
+        if sum / w > stop {
+            return sum / w;
+        }
+    }
+    sum / w
 }
 
 fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f64, values: &mut Vec<f64>) {
@@ -593,6 +604,10 @@ mod tests {
             } else {
                 0.0
             };
+            if w > 0.0 {
+                let unstopped = variance_until(&y, &rows, &weights, stats[2] / w, w, f64::INFINITY);
+                assert_eq!(unstopped.to_bits(), full.to_bits(), "case {case}: the full variance, bit for bit");
+            }
             let mut thresholds = vec![f64::EPSILON, full, full / 2.0, full * 2.0];
             if full > 0.0 {
                 thresholds.push(f64::from_bits(full.to_bits() - 1)); // the float just below

@@ -10,7 +10,9 @@ use arbor_kernels::{
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::{draw_feature, impure, node_rows, Evaluated, Grower, Inputs, Pending, FUSED_MIN_RECORDS};
+use super::{
+    draw_feature, gini_index, impure, node_rows, variance_until, Evaluated, Grower, Inputs, Pending, FUSED_MIN_RECORDS,
+};
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
@@ -241,13 +243,10 @@ fn charged_constraints(data: &Inputs<'_, '_>, p: &Pending, rows: &[u32]) -> Spli
     let (_, w) = count_weight(&p.stats, settings.criterion);
     let noise = match (settings.criterion, data.target) {
         _ if w <= 0.0 => 0.0,
-        (Criterion::Gini, &Target::Classes { n_classes, .. }) => {
-            1.0 - p.stats[..n_classes].iter().map(|c| (c / w) * (c / w)).sum::<f64>()
-        }
+        (Criterion::Gini, &Target::Classes { n_classes, .. }) => gini_index(&p.stats, n_classes, w),
         (Criterion::Entropy, &Target::Classes { n_classes, .. }) => (n_classes as f64 - 1.0) / 2.0,
         (Criterion::Mse, &Target::Values { y }) => {
-            let mean = p.stats[2] / w;
-            rows.iter().map(|&r| data.weights[r as usize] * (y[r as usize] - mean).powi(2)).sum::<f64>() / w
+            variance_until(y, rows, data.weights, p.stats[2] / w, w, f64::INFINITY)
         }
         _ => 0.0,
     };
