@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use arbor::ensemble::{Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
 use arbor::kernels::{
-    build_histogram, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins, RowRecords, RowStats,
-    Target,
+    build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins,
+    RowRecords, RowStats, Target, ValueRecordSums,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -49,6 +49,9 @@ fn train(data: &TrainingData, options: &str) -> Model {
 ///   gathered by row id, or read in order from the node's row records;
 /// - `records_fused3/<level>`: three features' counts (as a flights forest
 ///   draws per node) summed in one pass over the records, then compacted;
+/// - `values_packed3/<level>`, `value_records_fused3/<level>`: a regression
+///   forest's three features, from statistics gathered by row id feature by
+///   feature, or in one pass over value records;
 /// - `*_deep/<level>`: the same over a node deep in a tree, an irregular
 ///   sixteenth of the rows, where each row's values are a cache miss unless
 ///   the kernel prefetches them (its records are contiguous, as growth keeps them).
@@ -123,6 +126,39 @@ fn histogram(c: &mut Criterion) {
                     })
                     .unwrap();
                     black_box(compact.hist());
+                })
+            });
+            // A regression forest's three features: statistics gathered by
+            // row id, feature by feature, or one pass over value records.
+            let y = &grad;
+            let values = Target::Values { y };
+            let packed: Vec<RowStats> = (0..n).map(|r| values.row_stats(r, &ones, &ones).unwrap()).collect();
+            let mut wide = Vec::new();
+            let mut hists: Vec<Vec<f64>> = drawn_bins.iter().map(|&b| vec![0.0; b * 3]).collect();
+            group.bench_function(BenchmarkId::new(format!("values_packed3{node}"), level), |b| {
+                b.iter(|| {
+                    with_level(level, || {
+                        for (&d, hist) in drawn.iter().zip(&mut hists) {
+                            build_histogram_packed(matrix.column(d), node_rows, &packed, &mut wide, hist, 3);
+                        }
+                    })
+                    .unwrap();
+                    black_box(&hists);
+                })
+            });
+            let value_records = RowRecords::with_values(&matrix, node_rows, &ones, y).expect("12 byte-sized features");
+            let mut value_sums = ValueRecordSums::default();
+            group.bench_function(BenchmarkId::new(format!("value_records_fused3{node}"), level), |b| {
+                let node = value_records.records(0..node_rows.len());
+                b.iter(|| {
+                    with_level(level, || {
+                        value_sums.fill(node, value_records.width(), &drawn, &drawn_bins);
+                        for (k, hist) in hists.iter_mut().enumerate() {
+                            value_sums.write(k, hist);
+                        }
+                    })
+                    .unwrap();
+                    black_box(&hists);
                 })
             });
             group.throughput(Throughput::Elements((node_rows.len() * n_features) as u64));

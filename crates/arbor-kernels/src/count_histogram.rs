@@ -353,7 +353,7 @@ impl CompactHistogram {
 
     /// Makes room to list `n` bins without a bound check or a push; what the
     /// list held is left as it was (the listing overwrites it).
-    fn list_room(&mut self, n: usize) {
+    pub(crate) fn list_room(&mut self, n: usize) {
         if self.touched.len() < n {
             self.touched.resize(n, 0);
         }

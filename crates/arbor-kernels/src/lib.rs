@@ -35,6 +35,7 @@ mod row_records;
 mod split;
 mod threshold_rank;
 mod traversal;
+pub mod value_records;
 
 pub use count_histogram::{count_key, count_keys, keys_fit, CountKey, RecordSums, MAX_COUNT_CLASSES};
 pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
@@ -50,3 +51,4 @@ pub use split::{
 };
 pub use threshold_rank::{threshold_rank, threshold_ranks};
 pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
+pub use value_records::{build_value_histogram_records, value_records_variance_until, ValueRecordSums, VALUE_TAIL};

@@ -1,15 +1,18 @@
 //! A tree's rows as byte records kept in node order.
 //!
 //! Deep in a tree a node's rows are scattered over the data, and reading a
-//! feature's bin and a row's class for each costs a cache miss apiece. Here
-//! each row is one record, its bin of every feature then its [`CountKey`],
-//! and the records move with their rows when a node splits: a node's records
-//! are contiguous, so its histograms and its partition read memory in order.
+//! feature's bin and a row's class or response for each costs a cache miss
+//! apiece. Here each row is one record, its bin of every feature then a
+//! tail: its [`CountKey`] (classes) or its count and response (values, see
+//! [`crate::value_records`]). The records move with their rows when a node
+//! splits: a node's records are contiguous, so its histograms and its
+//! partition read memory in order.
 
 use arbor_quantize::{BinColumn, BinnedMatrix};
 use pulp::{Simd, WithSimd};
 
 use crate::partition::threshold_test;
+use crate::value_records::VALUE_TAIL;
 use crate::{CountKey, SplitRule};
 
 /// Widest record: features of at most 60 bins' bytes, then the key.
@@ -17,7 +20,8 @@ pub const MAX_RECORD_WIDTH: usize = 64;
 
 /// The rows of a tree as records of `width` bytes (a power of two, 8 to
 /// [`MAX_RECORD_WIDTH`]): bytes `0..n_features` hold the row's bins, the
-/// last four its key, little-endian.
+/// last ones its tail: four for a class key, little-endian, or twelve for a
+/// count and a response ([`RowRecords::with_values`]).
 #[derive(Clone, Debug)]
 pub struct RowRecords {
     bytes: Vec<u8>,
@@ -34,8 +38,33 @@ impl RowRecords {
     /// [`RowRecords::new`] with row `r`'s key given by `key(r)`: no array of
     /// keys by row id is needed.
     pub fn with_keys(matrix: &BinnedMatrix, rows: &[u32], key: impl Fn(usize) -> CountKey) -> Option<RowRecords> {
+        RowRecords::with_tail(matrix, rows, 4, |r, tail| tail.copy_from_slice(&key(r).to_le_bytes()))
+    }
+
+    /// The records of `rows` for a regression forest without sample
+    /// weights: each tail is row `r`'s count `counts[r]` (a whole number,
+    /// as a `u32`) then its response `y[r]` (`f64`), little-endian; `None`
+    /// as [`RowRecords::new`], or when a count is not a whole `u32`.
+    pub fn with_values(matrix: &BinnedMatrix, rows: &[u32], counts: &[f64], y: &[f64]) -> Option<RowRecords> {
+        let whole = |c: f64| c.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&c);
+        if !rows.iter().all(|&r| whole(counts[r as usize])) {
+            return None;
+        }
+        RowRecords::with_tail(matrix, rows, VALUE_TAIL, |r, tail| {
+            tail[..4].copy_from_slice(&(counts[r] as u32).to_le_bytes());
+            tail[4..].copy_from_slice(&y[r].to_le_bytes());
+        })
+    }
+
+    /// Records with a tail of `tail` bytes that `write(r, tail)` fills for row `r`.
+    fn with_tail(
+        matrix: &BinnedMatrix,
+        rows: &[u32],
+        tail: usize,
+        write: impl Fn(usize, &mut [u8]),
+    ) -> Option<RowRecords> {
         let n_features = matrix.n_features();
-        let width = (n_features + 4).next_power_of_two().max(8);
+        let width = (n_features + tail).next_power_of_two().max(8);
         if width > MAX_RECORD_WIDTH {
             return None;
         }
@@ -52,7 +81,7 @@ impl RowRecords {
             for (byte, bins) in record.iter_mut().zip(&columns) {
                 *byte = bins[r];
             }
-            record[width - 4..].copy_from_slice(&key(r).to_le_bytes());
+            write(r, &mut record[width - tail..]);
         }
         Some(RowRecords { bytes, width })
     }

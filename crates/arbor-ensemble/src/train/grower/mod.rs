@@ -13,9 +13,9 @@
 //! node's best split and [`split`] applies it or makes the node a leaf.
 
 use arbor_kernels::{
-    build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, CompactHistogram, CountKey,
-    Criterion, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints, Stats, Target,
-    UNCHARGED_DEGREES,
+    build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, value_records_variance_until,
+    CompactHistogram, CountKey, Criterion, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints,
+    Stats, Target, ValueRecordSums, UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -279,18 +279,23 @@ pub(crate) fn grow_tree(
         _ => (&[][..], 0),
     };
     // Their rows as records in node order, when every feature's bins fit a
-    // byte; the records carry each row's bins and key, and nodes read
-    // nothing by row id. Otherwise the keys by row id.
-    let records = keyed.then(|| RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r))).flatten();
+    // byte; the records carry each row's bins and key (classes) or count and
+    // response (values without sample weights), and nodes read nothing by
+    // row id. Otherwise the keys by row id.
+    let records = match *target {
+        _ if keyed => RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r)),
+        Target::Values { y } if draws && weights_held.is_none() => RowRecords::with_values(matrix, &rows, counts, y),
+        _ => None,
+    };
     let (keys, mut rows, counts, weights) = match records {
         // Nodes on records read no row ids, keys, counts or weights: those owned go now.
         Some(_) => {
             drop((rows, counts_held, weights_held));
-            (Some(Vec::new()), Vec::new(), &[][..], &[][..])
+            (keyed.then(Vec::new), Vec::new(), &[][..], &[][..])
         }
         None => (keyed.then(|| count_keys(target, &rows, weights, counts)).flatten(), rows, counts, weights),
     };
-    let packed = (draws && keys.is_none() && stride <= 4).then(|| {
+    let packed = (draws && keys.is_none() && records.is_none() && stride <= 4).then(|| {
         let mut packed = vec![[0.0; 4]; weights.len()];
         for &r in &rows {
             packed[r as usize] = target.row_stats(r as usize, weights, counts).expect("bins of at most four values");
@@ -390,6 +395,8 @@ struct Buffers {
     compact: CompactHistogram,
     /// The drawn features' class sums of a large node, summed in one pass over its records.
     record_sums: RecordSums,
+    /// The same for value records (regression forests).
+    value_sums: ValueRecordSums,
     perm: Vec<usize>,
 }
 
@@ -402,6 +409,7 @@ impl Buffers {
             hist: Vec::new(),
             compact: CompactHistogram::default(),
             record_sums: RecordSums::default(),
+            value_sums: ValueRecordSums::default(),
             perm: Vec::new(),
         }
     }
@@ -448,6 +456,25 @@ struct Grower<'a, 't, R> {
     /// The tree's rows (a subtree's alone, when grown apart), regrouped by
     /// node as the tree splits; empty when `records` are regrouped instead.
     rows: &'a mut [u32],
+}
+
+/// The weighted variance of node `p`'s responses (weight sum `w`, mean
+/// `mean`) or a partial figure past `stop`, as [`variance_until`] gives it,
+/// from the node's value records or its range of the tree's `rows`.
+fn node_variance_until(
+    data: &Inputs<'_, '_>,
+    records: &Option<RowRecords>,
+    rows: &[u32],
+    p: &Pending,
+    (mean, w, stop): (f64, f64, f64),
+) -> f64 {
+    match (records, data.target) {
+        (Some(records), _) => {
+            value_records_variance_until(records.records(p.start..p.end), records.width(), mean, w, stop)
+        }
+        (None, &Target::Values { y }) => variance_until(y, &rows[p.start..p.end], data.weights, mean, w, stop),
+        (None, _) => unreachable!("only responses have a variance"),
+    }
 }
 
 /// The rows of node `p`, none when the records stand for them (the rows
@@ -510,12 +537,13 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
 /// exceeds the threshold: its terms are never negative (weights are checked
 /// `>= 0`), so rounded partial sums never decrease and the answer is the
 /// full sum's. Only pure nodes read all their rows; the others a few.
+/// `variance_until(mean, w, stop)` makes that pass over the node's rows or
+/// records (see [`variance_until`]).
 fn impure(
     stats: &[f64],
     target: &Target<'_>,
     criterion: Criterion,
-    rows: &[u32],
-    weights: &[f64],
+    variance_until: impl FnOnce(f64, f64, f64) -> f64,
     threshold: f64,
 ) -> bool {
     let (_, w) = count_weight(stats, criterion);
@@ -532,7 +560,7 @@ fn impure(
             };
             impurity > threshold
         }
-        Target::Values { y } => variance_until(y, rows, weights, stats[2] / w, w, threshold) > threshold,
+        Target::Values { .. } => variance_until(stats[2] / w, w, threshold) > threshold,
         Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY > threshold,
     }
 }
@@ -613,7 +641,8 @@ mod tests {
                 thresholds.push(f64::from_bits(full.to_bits() - 1)); // the float just below
             }
             for threshold in thresholds {
-                let got = impure(&stats, &target, Criterion::Mse, &rows, &weights, threshold);
+                let variance = |mean, w, stop| variance_until(&y, &rows, &weights, mean, w, stop);
+                let got = impure(&stats, &target, Criterion::Mse, variance, threshold);
                 assert_eq!(got, full > threshold, "case {case}: variance {full}, threshold {threshold}");
             }
         }

@@ -3,26 +3,28 @@
 //! randomly drawn ones.
 
 use arbor_kernels::{
-    best_split, build_histogram, build_histogram_packed, child_size, count_weight, occupied_bins, random_split,
-    Criterion, NodeRows, RandomSplit, SplitCandidate, SplitConstraints, Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
+    best_split, build_histogram, build_histogram_packed, build_value_histogram_records, child_size, count_weight,
+    occupied_bins, random_split, Criterion, NodeRows, RandomSplit, RowRecords, SplitCandidate, SplitConstraints,
+    Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
 };
 
 use rand::Rng;
 use rayon::prelude::*;
 
 use super::{
-    draw_feature, gini_index, impure, node_rows, variance_until, Evaluated, Grower, Inputs, Pending, FUSED_MIN_RECORDS,
+    draw_feature, gini_index, impure, node_rows, node_variance_until, Evaluated, Grower, Inputs, Pending,
+    FUSED_MIN_RECORDS,
 };
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
     /// (seed 000 "Termination Criteria"), or becomes a leaf.
-    pub(super) fn splittable(&self, stats: &[f64], rows: &[u32], depth: usize) -> bool {
+    pub(super) fn splittable(&self, p: &Pending) -> bool {
         let criterion = self.data.settings.criterion;
-        let (count, weight) = count_weight(stats, criterion);
+        let (count, weight) = count_weight(&p.stats, criterion);
         let threshold = self.data.settings.impurity_threshold.max(f64::EPSILON);
-        self.may_split(count, weight, depth)
-            && impure(stats, self.data.target, criterion, rows, self.data.weights, threshold)
+        let variance = |mean, w, stop| node_variance_until(&self.data, &self.records, self.rows, p, (mean, w, stop));
+        self.may_split(count, weight, p.depth) && impure(&p.stats, self.data.target, criterion, variance, threshold)
     }
 
     pub(super) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
@@ -36,7 +38,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
     pub(super) fn evaluate(&mut self, mut p: Pending) -> Evaluated {
         let settings = self.data.settings;
-        if !self.splittable(&p.stats, node_rows(self.rows, &self.records, &p), p.depth) {
+        if !self.splittable(&p) {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
@@ -58,7 +60,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     ) -> (Option<(usize, SplitCandidate)>, Vec<f64>) {
         let (matrix, stride, criterion) = (self.data.matrix, self.data.stride, self.data.settings.criterion);
         let node_rows = &self.rows[p.start..p.end];
-        let charged = self.data.chargeable.then(|| charged_constraints(&self.data, p, node_rows));
+        let charged = self.data.chargeable.then(|| charged_constraints(&self.data, &self.records, self.rows, p));
         let c = charged.as_ref().unwrap_or(&self.data.settings.constraints);
         let h = known.unwrap_or_else(|| {
             self.buffers.layout.build(
@@ -121,7 +123,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let n_bins = mapper.n_bins();
             let categorical = mapper.is_categorical();
             let c = if categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2 {
-                &*charged.get_or_insert_with(|| charged_constraints(&self.data, p, node_rows))
+                &*charged.get_or_insert_with(|| charged_constraints(&self.data, &self.records, self.rows, p))
             } else {
                 &settings.constraints
             };
@@ -136,11 +138,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                     RandomSplit::Constant => continue, // does not count towards features_per_node
                     RandomSplit::Tried(candidate) => candidate,
                 }
-            } else if self.data.keys.is_some() || node_rows.len() * 2 < n_bins {
+            } else if self.data.keys.is_some() || (p.end - p.start) * 2 < n_bins {
                 // Scan only the bins the rows occupy: integer class counts
                 // find them cheaply at any size; other statistics when few
                 // rows fall in many bins.
                 match (&self.records, self.data.keys, self.data.packed) {
+                    (Some(records), None, _) => {
+                        let node = records.records(p.start..p.end);
+                        self.buffers.compact.build_values_records(node, records.width(), f)
+                    }
                     (Some(_), Some((_, n_classes)), _) if i < fused => {
                         self.buffers.compact.take_counts(self.buffers.record_sums.feature(i), n_classes)
                     }
@@ -172,11 +178,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 })
             } else {
                 let h = &mut self.buffers.hist[..n_bins * stride];
-                match self.data.packed {
-                    Some(stats) => {
+                match (&self.records, self.data.packed) {
+                    (Some(_), _) if i < fused => self.buffers.value_sums.write(i, h),
+                    (Some(records), _) => {
+                        let node = records.records(p.start..p.end);
+                        build_value_histogram_records(node, records.width(), f, &mut self.buffers.wide, h)
+                    }
+                    (None, Some(stats)) => {
                         build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.buffers.wide, h, stride)
                     }
-                    None => {
+                    (None, None) => {
                         h.fill(0.0);
                         build_histogram(
                             matrix.column(f),
@@ -205,11 +216,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 
     /// For a large node on row records, draws the first `m` features (those
     /// the loop of [`Grower::best_of_random_features`] draws first, in the
-    /// same order from the same stream) and sums their class counts in one
-    /// pass over the records; returns how many it drew (0 for other nodes).
+    /// same order from the same stream) and sums their class counts or
+    /// value statistics in one pass over the records; returns how many it
+    /// drew (0 for other nodes).
     pub(super) fn sum_drawn_features(&mut self, p: &Pending) -> usize {
-        let (Some(records), Some((_, n_classes)), Some(rng)) = (&self.records, self.data.keys, self.rng.as_deref_mut())
-        else {
+        let (Some(records), Some(rng)) = (&self.records, self.rng.as_deref_mut()) else {
             return 0;
         };
         let n_features = self.data.matrix.n_features();
@@ -227,7 +238,13 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             *n = self.data.matrix.mapper(f).n_bins();
         }
         let node = records.records(p.start..p.end);
-        self.buffers.record_sums.fill(node, records.width(), &self.buffers.perm[..m], &n_bins[..m], n_classes);
+        let drawn = &self.buffers.perm[..m];
+        match self.data.keys {
+            Some((_, n_classes)) => {
+                self.buffers.record_sums.fill(node, records.width(), drawn, &n_bins[..m], n_classes)
+            }
+            None => self.buffers.value_sums.fill(node, records.width(), drawn, &n_bins[..m]),
+        }
         m
     }
 }
@@ -238,15 +255,21 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 /// close to `χ²` with `k − 1` degrees of freedom times: the node's Gini
 /// index, or its weighted variance of the response (MSE); for entropy (in
 /// nats) it is `χ²/2` with `(k − 1)(C − 1)` degrees, so `(C − 1)/2` a degree.
-fn charged_constraints(data: &Inputs<'_, '_>, p: &Pending, rows: &[u32]) -> SplitConstraints {
+/// The tree's `records` or `rows` give the node's variance.
+fn charged_constraints(
+    data: &Inputs<'_, '_>,
+    records: &Option<RowRecords>,
+    rows: &[u32],
+    p: &Pending,
+) -> SplitConstraints {
     let settings = data.settings;
     let (_, w) = count_weight(&p.stats, settings.criterion);
     let noise = match (settings.criterion, data.target) {
         _ if w <= 0.0 => 0.0,
         (Criterion::Gini, &Target::Classes { n_classes, .. }) => gini_index(&p.stats, n_classes, w),
         (Criterion::Entropy, &Target::Classes { n_classes, .. }) => (n_classes as f64 - 1.0) / 2.0,
-        (Criterion::Mse, &Target::Values { y }) => {
-            variance_until(y, rows, data.weights, p.stats[2] / w, w, f64::INFINITY)
+        (Criterion::Mse, &Target::Values { .. }) => {
+            node_variance_until(data, records, rows, p, (p.stats[2] / w, w, f64::INFINITY))
         }
         _ => 0.0,
     };
