@@ -43,16 +43,19 @@ fn diamonds_subset_regression_is_accurate() {
 
 #[test]
 fn same_seed_same_bytes_on_any_thread_count() {
-    let batch = read("flights_cls_train.parquet", 5_000);
-    let on = |threads: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| fit(&batch, "n_trees=8 seed=42").to_bytes())
-    };
-    let one = on(1);
-    assert_eq!(one, on(2));
-    assert_eq!(one, on(3));
-    let other_seed = fit(&batch, "n_trees=8 seed=43").to_bytes();
-    assert_ne!(one, other_seed, "the seed must matter");
+    // 20,000 rows: large nodes partition their row records in two halves at once.
+    for file in ["flights_cls_train.parquet", "flights_reg_train.parquet"] {
+        let batch = read(file, 20_000);
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| fit(&batch, "n_trees=8 seed=42").to_bytes())
+        };
+        let one = on(1);
+        assert_eq!(one, on(2), "{file}");
+        assert_eq!(one, on(3), "{file}");
+        let other_seed = fit(&batch, "n_trees=8 seed=43").to_bytes();
+        assert_ne!(one, other_seed, "the seed must matter");
+    }
 }
 
 /// Training sorts rows into one canonical order: the same rows reversed and
@@ -64,6 +67,7 @@ fn row_order_and_batches_do_not_change_the_model() {
         ("flights_cls_train.parquet", "n_trees=6 seed=3"),
         ("flights_cls_train.parquet", "algorithm=gradient-boosting n_rounds=6"),
         ("diamonds_reg_train.parquet", "n_trees=6 max_features=all"),
+        ("diamonds_reg_train.parquet", "n_trees=6 seed=1"),
     ] {
         let batch = read(file, 4_000);
         let params = TrainParams::parse_options(options).unwrap();

@@ -648,6 +648,51 @@ mod tests {
         }
     }
 
+    /// A regression forest's tree grown on value records is the tree grown
+    /// on rows gathered by row id (sample weights equal to the counts keep
+    /// rows): whole-number responses make every sum exact in any order, so
+    /// the records' own order of rows cannot show.
+    #[test]
+    fn value_records_grow_the_tree_rows_grow() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let n = 20_000;
+        let columns: Vec<FeatureColumn> = (0..5)
+            .map(|_| {
+                FeatureColumn::Numeric((0..n).map(|_| f64::from(rng.random_range(0..60u8))).collect::<Vec<_>>().into())
+            })
+            .collect();
+        let y: Vec<f64> =
+            (0..n).map(|r| (columns[0].raw_value(r) / 10.0).floor() + f64::from(rng.random_range(0..4u8))).collect();
+        let counts: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..3u8))).collect();
+        let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
+        let target = Target::Values { y: &y };
+        let settings = GrowSettings {
+            criterion: Criterion::Mse,
+            constraints: SplitConstraints::default(),
+            category_penalty: 24.0,
+            max_depth: 0,
+            min_samples_split: 2.0,
+            features_per_node: 2,
+            impurity_threshold: 0.0,
+            min_gain: 0.0,
+            leaf_scale: 1.0,
+            random_splitter: false,
+            max_leaf_nodes: 0,
+            fork_min_rows: 0,
+        };
+        let grow = |weights: Option<Cow<'_, [f64]>>| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+            let tree_weights = TreeWeights { counts: Cow::Borrowed(&counts), weights };
+            grow_tree(&matrix, None, &target, rows.clone(), tree_weights, &settings, None, &mut rng)
+        };
+        let (on_records, on_rows) = (grow(None), grow(Some(Cow::Borrowed(&counts))));
+        assert!(on_rows.tree.nodes.len() > 1000, "a deep tree: {}", on_rows.tree.nodes.len());
+        assert!(on_records.leaves.is_empty() && !on_rows.leaves.is_empty(), "one tree on records, one on rows");
+        assert_eq!(on_records.tree, on_rows.tree);
+        assert_eq!(on_records.gain_per_feature, on_rows.gain_per_feature);
+    }
+
     /// Subtrees grown apart give the nodes, leaf values, row order, leaves
     /// and gains of one sequential depth-first growth.
     #[test]

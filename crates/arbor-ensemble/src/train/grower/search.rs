@@ -103,9 +103,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
         let node_rows = node_rows(self.rows, &self.records, p);
-        // The charge of many-category subsets needs the node's noise, found
-        // the first time such a feature is drawn (a pass over the rows, for MSE).
-        let mut charged = None;
+        // The charge of many-category subsets needs the node's noise (a pass
+        // over the rows, for MSE). Such a feature is searched charged one per
+        // degree; the noise is found only when its gain could beat the best
+        // merit so far (the charge only lowers it), then scales the charge.
+        let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
+        let mut noise_charge = None;
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
         for i in 0..n_features {
@@ -122,11 +125,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let mapper = matrix.mapper(f);
             let n_bins = mapper.n_bins();
             let categorical = mapper.is_categorical();
-            let c = if categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2 {
-                &*charged.get_or_insert_with(|| charged_constraints(&self.data, &self.records, self.rows, p))
-            } else {
-                &settings.constraints
-            };
+            let charged = categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2;
+            let c = if charged { &per_degree } else { &settings.constraints };
             let candidate = if settings.random_splitter {
                 let node = NodeRows {
                     rows: node_rows,
@@ -205,7 +205,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 best_split(h, stride, criterion, c, categorical)
             };
             visited += 1;
-            if let Some(candidate) = candidate {
+            if let Some(mut candidate) = candidate {
+                if charged && candidate.charge > 0.0 {
+                    if best.as_ref().is_some_and(|(_, b)| candidate.gain <= b.merit()) {
+                        continue; // cannot win, whatever its charge
+                    }
+                    let unit = noise_charge.get_or_insert_with(|| {
+                        charged_constraints(&self.data, &self.records, self.rows, p).category_charge
+                    });
+                    candidate.charge *= *unit;
+                }
                 if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
                     best = Some((f, candidate));
                 }
