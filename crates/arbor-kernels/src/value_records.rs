@@ -53,43 +53,17 @@ pub fn build_value_histogram_records(
     assert_eq!(hist.len() % 3, 0, "three values per bin");
     wide.clear();
     wide.resize(hist.len() / 3, [0.0; 4]);
-    crate::dispatch::run(ValueRecordsKernel { records, width, f, wide });
-    for (out, cell) in hist.chunks_exact_mut(3).zip(wide.iter()) {
+    let spans = [(0, wide.len())];
+    crate::dispatch::run(FusedValuesKernel { records, width, features: &[f], spans: &spans, sums: wide });
+    write_three(wide, hist);
+}
+
+/// Copies four-lane bins into `hist` as three values a bin. A lane loop, not
+/// `copy_from_slice`: a copy of a run-time length is a `memmove` call per bin.
+fn write_three(cells: &[RowStats], hist: &mut [f64]) {
+    for (out, cell) in hist.chunks_exact_mut(3).zip(cells) {
         for (o, &c) in out.iter_mut().zip(cell) {
             *o = c;
-        }
-    }
-}
-
-struct ValueRecordsKernel<'a> {
-    records: &'a [u8],
-    width: usize,
-    f: usize,
-    wide: &'a mut [RowStats],
-}
-
-impl WithSimd for ValueRecordsKernel<'_> {
-    type Output = ();
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, _simd: S) {
-        match self.width {
-            16 => self.accumulate::<16>(),
-            32 => self.accumulate::<32>(),
-            _ => self.accumulate::<64>(),
-        }
-    }
-}
-
-impl ValueRecordsKernel<'_> {
-    #[inline(always)]
-    fn accumulate<const W: usize>(self) {
-        let ValueRecordsKernel { records, f, wide, .. } = self;
-        for record in as_records::<W>(records) {
-            let cell = &mut wide[usize::from(record[f])];
-            for (c, v) in cell.iter_mut().zip(record_stats(record)) {
-                *c += v;
-            }
         }
     }
 }
@@ -136,11 +110,7 @@ impl ValueRecordSums {
     pub fn write(&self, k: usize, hist: &mut [f64]) {
         let (start, len) = self.spans[k];
         assert_eq!(hist.len(), len * 3, "three values per bin");
-        for (out, cell) in hist.chunks_exact_mut(3).zip(&self.sums[start..start + len]) {
-            for (o, &c) in out.iter_mut().zip(cell) {
-                *o = c;
-            }
-        }
+        write_three(&self.sums[start..start + len], hist);
     }
 }
 
@@ -176,7 +146,8 @@ impl WithSimd for FusedValuesKernel<'_> {
     }
 }
 
-/// Adds each record's statistics to its bin of `M` features at once.
+/// Adds each record's statistics to its bin of `M` features at once (one
+/// feature's histogram is the case `M = 1`).
 #[inline(always)]
 fn accumulate_fused<const W: usize, const M: usize>(
     records: &[u8],
