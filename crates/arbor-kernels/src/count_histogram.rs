@@ -342,9 +342,7 @@ impl CompactHistogram {
         let mut listed = 0;
         for record in records {
             let b = usize::from(record[f]);
-            let new = !std::mem::replace(&mut self.seen[b], true);
-            self.touched[listed] = b as u16;
-            listed += usize::from(new);
+            listed = self.list(listed, b);
             let key = record_key(record);
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }
@@ -430,9 +428,7 @@ impl CompactHistogram {
             }
             let r = r as usize;
             let b = bins[r].into();
-            let new = !std::mem::replace(&mut self.seen[b], true);
-            self.touched[listed] = b as u16;
-            listed += usize::from(new);
+            listed = self.list(listed, b);
             let key = keys[r];
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }

@@ -357,6 +357,16 @@ impl CompactHistogram {
         b as usize
     }
 
+    /// Branch-free listing: writes bin `b` at position `listed` of the list
+    /// and returns the list's new length, one longer only when `b` was not
+    /// seen before in this build (room for it: [`CompactHistogram::list_room`]).
+    #[inline(always)]
+    pub(crate) fn list(&mut self, listed: usize, b: usize) -> usize {
+        let new = !std::mem::replace(&mut self.seen[b], true);
+        self.touched[listed] = b as u16;
+        listed + usize::from(new)
+    }
+
     /// Lists the occupied bins in order (the missing bin 0 first, always) and
     /// fills each one's `stride` statistics with `take(bin, out)`, which also
     /// clears the bin in its dense buffer. The bins are the first `touched`
@@ -388,7 +398,7 @@ impl CompactHistogram {
     /// than sorting a long list.
     #[inline(always)]
     fn order_touched(&mut self, touched: usize) {
-        let n_flags = self.flags_len.min(self.seen.len());
+        let n_flags = self.flags_len;
         if touched < 32 || n_flags > 8 * touched {
             self.touched[..touched].sort_unstable();
             return;

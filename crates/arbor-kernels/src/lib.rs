@@ -51,4 +51,6 @@ pub use split::{
 };
 pub use threshold_rank::{threshold_rank, threshold_ranks};
 pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
-pub use value_records::{build_value_histogram_records, value_records_variance_until, ValueRecordSums, VALUE_TAIL};
+pub use value_records::{
+    build_value_histogram_records, value_records_variance_until, variance_until, ValueRecordSums, VALUE_TAIL,
+};

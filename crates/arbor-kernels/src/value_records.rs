@@ -194,9 +194,7 @@ impl CompactHistogram {
         let mut listed = 0;
         for record in records {
             let b = usize::from(record[f]);
-            let new = !std::mem::replace(&mut self.seen[b], true);
-            self.touched[listed] = b as u16;
-            listed += usize::from(new);
+            listed = self.list(listed, b);
             for (c, v) in packed[b].iter_mut().zip(record_stats(record)) {
                 *c += v;
             }
@@ -213,23 +211,26 @@ impl CompactHistogram {
 }
 
 /// The weighted variance of the responses of a node's value records
-/// (weight sum `w > 0`, mean `mean`), summed in record order; or, once the
-/// partial sum exceeds `stop`, that partial figure (its terms are never
-/// negative). `f64::INFINITY` gives the full variance.
+/// (weight sum `w > 0`, mean `mean`), summed in record order, or a partial
+/// figure past `stop` (see [`variance_until`]).
 pub fn value_records_variance_until(records: &[u8], width: usize, mean: f64, w: f64, stop: f64) -> f64 {
     check(records, width, 0);
     match width {
-        16 => variance_until::<16>(records, mean, w, stop),
-        32 => variance_until::<32>(records, mean, w, stop),
-        _ => variance_until::<64>(records, mean, w, stop),
+        16 => variance_until(as_records::<16>(records).iter().map(record_value), mean, w, stop),
+        32 => variance_until(as_records::<32>(records).iter().map(record_value), mean, w, stop),
+        _ => variance_until(as_records::<64>(records).iter().map(record_value), mean, w, stop),
     }
 }
 
-fn variance_until<const W: usize>(records: &[u8], mean: f64, w: f64, stop: f64) -> f64 {
+/// The weighted variance of `(weight, y)` terms (weight sum `w > 0`, mean
+/// `mean`), summed in their order; or, as soon as the partial sum exceeds
+/// `stop`, that partial figure (its terms are never negative, so the full
+/// one exceeds `stop` too). `f64::INFINITY` gives the full variance.
+#[inline(always)]
+pub fn variance_until(terms: impl Iterator<Item = (f64, f64)>, mean: f64, w: f64, stop: f64) -> f64 {
     let mut sum = 0.0;
-    for record in as_records::<W>(records) {
-        let (count, y) = record_value(record);
-        sum += count * (y - mean).powi(2);
+    for (weight, y) in terms {
+        sum += weight * (y - mean).powi(2);
         if sum / w > stop {
             return sum / w;
         }

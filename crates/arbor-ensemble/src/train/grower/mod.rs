@@ -571,18 +571,11 @@ fn gini_index(stats: &[f64], n_classes: usize, w: f64) -> f64 {
 }
 
 /// The weighted variance of `y` over `rows` (weight sum `w > 0`, mean
-/// `mean`), summed in row order; or, as soon as the partial sum exceeds
-/// `stop`, that partial figure (its terms are never negative, so the full
-/// one exceeds `stop` too). `f64::INFINITY` gives the full variance.
+/// `mean`), summed in row order, or a partial figure past `stop` (see
+/// [`arbor_kernels::variance_until`]).
 fn variance_until(y: &[f64], rows: &[u32], weights: &[f64], mean: f64, w: f64, stop: f64) -> f64 {
-    let mut sum = 0.0;
-    for &r in rows {
-        sum += weights[r as usize] * (y[r as usize] - mean).powi(2);
-        if sum / w > stop {
-            return sum / w;
-        }
-    }
-    sum / w
+    let terms = rows.iter().map(|&r| (weights[r as usize], y[r as usize]));
+    arbor_kernels::variance_until(terms, mean, w, stop)
 }
 
 fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f64, values: &mut Vec<f64>) {
