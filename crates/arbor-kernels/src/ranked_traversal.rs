@@ -9,6 +9,12 @@
 //! keep their bit sets, padded per feature to a common width (plus a zero
 //! word that every out-of-range code reads), so their test needs no bound.
 //! The walks are those of the 16-byte nodes and reach the same leaves.
+//!
+//! A block's ranks are stored feature by feature (a column of the block's
+//! rows per feature): near the root, where a node's rows are split all at
+//! once, sixteen rows' ranks of the node's feature then sit in one or two
+//! cache lines and the column stays in L1, where rows of 50 features (100
+//! bytes each) put every row's rank in a line of its own.
 
 /// One node of a tree over ranks (8 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,9 +112,11 @@ pub struct RankedTree<'a> {
 }
 
 /// The leaf value offset reached by each row of a block: `ranks` holds
-/// `n_features` ranks or codes per row ([`RankNode::MISSING`] for a missing
-/// value); `values` gets one offset per row. `missing`: some rank may be
-/// [`RankNode::MISSING`] (false allows a leaner walk).
+/// `n_features` columns of ranks or codes ([`RankNode::MISSING`] for a
+/// missing value), feature by feature, each one rank per row: feature `f`'s
+/// rank of row `r` is `ranks[f * n_rows + r]`; `values` gets one offset per
+/// row. `missing`: some rank may be [`RankNode::MISSING`] (false allows a
+/// leaner walk).
 ///
 /// At the `avx512` level every tree takes the gathered walk of
 /// `gather_walk.rs` (on flights, 0.65 of the scalar walk's
@@ -128,14 +136,15 @@ fn walk_block(
     values: &mut [u32],
     prefetch_above: usize,
 ) {
-    debug_assert_eq!(ranks.len(), values.len() * n_features);
+    assert_eq!(ranks.len(), values.len() * n_features, "one rank per row and feature");
     assert!(tree.sets.is_empty() || tree.sets.len().is_power_of_two(), "set words come in a power of two");
+    let n_rows = values.len();
     macro_rules! walk {
         ($missing:literal, $categories:literal) => {{
             // The AVX-512 walk takes the block's first rows, the scalar one the rest.
-            let walked = gathered::<$missing, $categories>(tree, ranks, n_features, values, prefetch_above);
-            let (ranks, values) = (&ranks[walked * n_features..], &mut values[walked..]);
-            crate::dispatch::run(RankedWalk::<$missing, $categories> { tree, ranks, n_features, values })
+            let first = gathered::<$missing, $categories>(tree, ranks, n_features, values, prefetch_above);
+            let values = &mut values[first..];
+            crate::dispatch::run(RankedWalk::<$missing, $categories> { tree, ranks, n_rows, first, values })
         }};
     }
     match (missing, !tree.sets.is_empty()) {
@@ -146,11 +155,13 @@ fn walk_block(
     }
 }
 
-/// One block's walk through one tree over ranks, as a kernel of the dispatch seam.
+/// One block's walk through one tree over ranks, as a kernel of the dispatch
+/// seam: rows `first..n_rows` of the block, whose offsets go to `values`.
 struct RankedWalk<'a, const MISSING: bool, const CATEGORIES: bool> {
     tree: RankedTree<'a>,
     ranks: &'a [u16],
-    n_features: usize,
+    n_rows: usize,
+    first: usize,
     values: &'a mut [u32],
 }
 
@@ -159,8 +170,8 @@ impl<const MISSING: bool, const CATEGORIES: bool> pulp::WithSimd for RankedWalk<
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let RankedWalk { tree, ranks, n_features, values } = self;
-        walk::<MISSING, CATEGORIES>(tree, ranks, n_features, values);
+        let RankedWalk { tree, ranks, n_rows, first, values } = self;
+        walk::<MISSING, CATEGORIES>(tree, ranks, n_rows, first, values);
     }
 }
 
@@ -168,12 +179,14 @@ impl<const MISSING: bool, const CATEGORIES: bool> pulp::WithSimd for RankedWalk<
 fn walk<const MISSING: bool, const CATEGORIES: bool>(
     tree: RankedTree<'_>,
     ranks: &[u16],
-    n_features: usize,
+    n_rows: usize,
+    first: usize,
     values: &mut [u32],
 ) {
     let RankedTree { nodes, depth, sets } = tree;
     let step = |node: RankNode, x: u16| node.step::<MISSING, CATEGORIES>(x, sets);
-    let rank = |row: usize, node: RankNode| ranks[row * n_features + usize::from(node.word & RankNode::FEATURE_MASK)];
+    let rank =
+        |row: usize, node: RankNode| ranks[usize::from(node.word & RankNode::FEATURE_MASK) * n_rows + first + row];
     if depth <= crate::LEVEL_BY_LEVEL_MAX_DEPTH {
         // Every row advances one level per pass; a row on a leaf stays there.
         values.fill(0);
@@ -380,10 +393,10 @@ mod tests {
             let n_rows = rows.len() / 4;
             let rows = &rows[..n_rows * 4];
             let depth = if deep { p.depth.max(LEVEL_BY_LEVEL_MAX_DEPTH + 1) } else { p.depth };
-            let ranks: Vec<u16> = rows
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| rank(x, (i % 4) < usize::from(n_categorical), set_words))
+            // Feature by feature, as the walks read them.
+            let ranks: Vec<u16> = (0..4)
+                .flat_map(|f| (0..n_rows).map(move |r| (f, r)))
+                .map(|(f, r)| rank(rows[r * 4 + f], f < usize::from(n_categorical), set_words))
                 .collect();
             let none: Option<&fn(u32, f64) -> bool> = None;
             for missing in [true, false] {

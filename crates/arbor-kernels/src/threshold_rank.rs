@@ -70,6 +70,7 @@ impl pulp::WithSimd for Lanes<'_> {
         let whole = values.len() / group * group;
         let at = thresholds.as_ptr();
         let mut missing = false;
+        let absent = simd.avx._mm256_set1_epi32(RankNode::MISSING.into());
         for start in (0..whole).step_by(group) {
             // SAFETY: `start + group <= values.len()`.
             let x: [_; VECTORS] =
@@ -104,6 +105,19 @@ impl pulp::WithSimd for Lanes<'_> {
             for v in 0..VECTORS {
                 let nan = a._mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x[v], x[v]);
                 missing |= nan != 0;
+                if stride == 1 {
+                    // The prediction's layout: eight ranks in a row, stored at once.
+                    let rank = a._mm256_mask_blend_epi32(nan, base[v], absent);
+                    // SAFETY: `start + 8 * v + 8 <= values.len() <= ranks.len()`
+                    // at stride 1 (checked on entry).
+                    unsafe {
+                        simd.sse2._mm_storeu_si128(
+                            ranks.as_mut_ptr().add(start + 8 * v).cast(),
+                            a._mm256_cvtepi32_epi16(rank),
+                        )
+                    };
+                    continue;
+                }
                 let mut lanes = [0i32; 8];
                 // SAFETY: 8 lanes of 4 bytes fill the 8 words.
                 unsafe { a._mm256_storeu_epi32(lanes.as_mut_ptr(), base[v]) };

@@ -4,7 +4,7 @@
 //! categorical feature, their category code), once per block of rows, and
 //! every tree is walked on 8-byte nodes and 2-byte values.
 
-use arbor_kernels::{threshold_ranks, FlatNode, RankNode, RankedTree};
+use arbor_kernels::{threshold_ranks, FlatNode, RankNode, RankedTree, TRAVERSAL_BLOCK};
 use rayon::prelude::*;
 
 use crate::data::key_map::KeyMap;
@@ -87,38 +87,51 @@ impl RankedForest {
         RankedTree { nodes: &tree.nodes, depth: tree.depth, sets: &tree.sets }
     }
 
-    /// Fills `ranks` (row-major, one per feature) with the ranks of rows
-    /// `start..start + n` of `columns` (raw values, column-major); returns
-    /// whether a feature some split tests is missing in one of them.
+    /// Fills `ranks` with the ranks of rows `start..start + n` of `columns`
+    /// (raw values, column-major), as the walk reads them: in traversal
+    /// blocks of [`TRAVERSAL_BLOCK`] rows (the last one shorter), each one's
+    /// ranks feature by feature, a column of the block's rows per feature;
+    /// returns whether a feature some split tests is missing in one of them.
     pub fn ranks(&self, columns: &[Vec<f64>], start: usize, ranks: &mut [u16]) -> bool {
         let n_features = columns.len().max(1);
         let n = ranks.len() / n_features;
         let mut missing = false;
-        for (f, (column, ranking)) in columns.iter().zip(&self.rankings).enumerate() {
-            let values = &column[start..start + n];
-            match ranking {
-                Ranking::Unused => ranks.iter_mut().skip(f).step_by(n_features).for_each(|r| *r = 0),
-                Ranking::Thresholds(thresholds) => {
-                    missing |= threshold_ranks(thresholds, values, &mut ranks[f..], n_features);
-                }
-                Ranking::Categories { words } => {
-                    let limit = 64 * *words as i64;
-                    for (r, &x) in ranks.iter_mut().skip(f).step_by(n_features).zip(values) {
-                        missing |= x.is_nan();
-                        // Truncates toward zero, as the 16-byte nodes' test does.
-                        let code = x as i64;
-                        *r = if x.is_nan() {
-                            RankNode::MISSING
-                        } else if (0..limit).contains(&code) {
-                            code as u16
-                        } else {
-                            limit as u16
-                        };
-                    }
-                }
+        for (block, ranks) in ranks.chunks_mut(TRAVERSAL_BLOCK * n_features).enumerate() {
+            let rows = start + block * TRAVERSAL_BLOCK..start + (block * TRAVERSAL_BLOCK + TRAVERSAL_BLOCK).min(n);
+            for ((column, ranking), ranks) in columns.iter().zip(&self.rankings).zip(ranks.chunks_mut(rows.len())) {
+                missing |= rank_column(ranking, &column[rows.clone()], ranks);
             }
         }
         missing
+    }
+}
+
+/// Writes the ranks (or codes) of a feature's `values` under `ranking` to
+/// `ranks`, one each; returns whether a tested value is missing.
+fn rank_column(ranking: &Ranking, values: &[f64], ranks: &mut [u16]) -> bool {
+    match ranking {
+        Ranking::Unused => {
+            ranks.fill(0);
+            false
+        }
+        Ranking::Thresholds(thresholds) => threshold_ranks(thresholds, values, ranks, 1),
+        Ranking::Categories { words } => {
+            let limit = 64 * *words as i64;
+            let mut missing = false;
+            for (r, &x) in ranks.iter_mut().zip(values) {
+                missing |= x.is_nan();
+                // Truncates toward zero, as the 16-byte nodes' test does.
+                let code = x as i64;
+                *r = if x.is_nan() {
+                    RankNode::MISSING
+                } else if (0..limit).contains(&code) {
+                    code as u16
+                } else {
+                    limit as u16
+                };
+            }
+            missing
+        }
     }
 }
 
@@ -348,10 +361,15 @@ mod prediction_tests {
             let n = test.num_rows();
             let ranked = model.trees.ranked(model.features.len());
             assert!(ranked.is_some(), "{data} {options}: trained splits fit the trees over ranks");
-            for rows in [n, 300, 1] {
-                let expected = model.predict_with(&columns, rows, None);
+            // The rows repeated past three traversal blocks: a work unit's
+            // ranks come block by block, each feature by feature.
+            let long = 3 * arbor_kernels::TRAVERSAL_BLOCK + 5;
+            let tiled: Vec<Vec<f64>> =
+                columns.iter().map(|column| column.iter().copied().cycle().take(long).collect()).collect();
+            for (columns, rows) in [(&columns, n), (&columns, 300), (&columns, 1), (&tiled, long)] {
+                let expected = model.predict_with(columns, rows, None);
                 for level in Level::available() {
-                    let walk = || with_level(level, || model.predict_with(&columns, rows, ranked)).unwrap();
+                    let walk = || with_level(level, || model.predict_with(columns, rows, ranked)).unwrap();
                     let got = one_thread.install(walk);
                     assert_same_bits(&expected, &got, &format!("{data} {options}: {rows} rows, {level}"));
                 }
