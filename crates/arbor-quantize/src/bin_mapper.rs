@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use arrow::array::{Array, ArrayRef, AsArray};
+use foldhash::fast::FixedState;
 use serde::{Deserialize, Serialize};
 
 use crate::feature_column::{append_f64, to_utf8};
@@ -54,9 +55,10 @@ pub enum BinMapper {
     Categorical {
         /// The categories seen in training, sorted.
         categories: Vec<String>,
-        /// Lookup from category to bin, built on first use.
+        /// Lookup from category to bin, built on first use (a fast hash:
+        /// SipHash took 5% of scoring flights' boosted model).
         #[serde(skip)]
-        index: OnceLock<HashMap<String, u16>>,
+        index: OnceLock<HashMap<String, u16, FixedState>>,
     },
 }
 

@@ -25,6 +25,9 @@ const MAX_BLOCK_ROWS: usize = 32768;
 const BLOCK_BYTES: usize = 4 << 20;
 /// Work units hold a multiple of this many rows (the last one excepted).
 const UNIT_ALIGN: usize = 64;
+/// A tree's leaf values are prefetched before they are read when they take
+/// more bytes than this (an L1 data cache holds smaller ones already).
+const PREFETCH_VALUES_ABOVE: usize = 16 << 10;
 
 /// The model's raw answer for a set of rows: per row, the class
 /// probabilities (classification) or the value (regression).
@@ -131,9 +134,12 @@ impl Block<'_> {
                 }
             }
             // The leaves' values are scattered over the tree's: all their
-            // misses are started before the first value is read.
-            for &leaf in leaves.iter() {
-                prefetch(values, leaf as usize);
+            // misses are started before the first value is read, unless they
+            // fit the L1 cache (a boosted tree's 64 leaves).
+            if std::mem::size_of_val(values) > PREFETCH_VALUES_ABOVE {
+                for &leaf in leaves.iter() {
+                    prefetch(values, leaf as usize);
+                }
             }
             for (i, &leaf) in leaves.iter().enumerate() {
                 visit(start + i, &values[leaf as usize..leaf as usize + width]);
