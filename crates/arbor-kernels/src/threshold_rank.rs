@@ -23,21 +23,22 @@ pub fn threshold_rank(thresholds: &[f64], x: f64) -> u16 {
 }
 
 /// Writes the rank of each of `values` among `thresholds` (sorted, distinct,
-/// at most [`RankNode::MAX_RANK`] of them) to `ranks[i * stride]`, and
+/// at most [`RankNode::MAX_RANK`] of them) to the same place in `ranks`
+/// (one feature's column of a block, as the walks read it), and
 /// [`RankNode::MISSING`] for a NaN; returns whether there was a NaN.
-pub fn threshold_ranks(thresholds: &[f64], values: &[f64], ranks: &mut [u16], stride: usize) -> bool {
+pub fn threshold_ranks(thresholds: &[f64], values: &[f64], ranks: &mut [u16]) -> bool {
     assert!(thresholds.len() <= usize::from(RankNode::MAX_RANK), "too many thresholds for a 2-byte rank");
-    assert!(values.is_empty() || ranks.len() > (values.len() - 1) * stride, "one rank slot per value");
+    assert_eq!(ranks.len(), values.len(), "one rank per value");
     let mut done = 0;
     let mut missing = false;
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = crate::dispatch::avx512() {
-        let lanes = Lanes { simd, thresholds, values, ranks: &mut *ranks, stride };
+        let lanes = Lanes { simd, thresholds, values, ranks: &mut *ranks };
         (done, missing) = pulp::Simd::vectorize(simd, lanes);
     }
-    for (i, &x) in values.iter().enumerate().skip(done) {
+    for (r, &x) in ranks.iter_mut().zip(values).skip(done) {
         missing |= x.is_nan();
-        ranks[i * stride] = if x.is_nan() { RankNode::MISSING } else { threshold_rank(thresholds, x) };
+        *r = if x.is_nan() { RankNode::MISSING } else { threshold_rank(thresholds, x) };
     }
     missing
 }
@@ -53,7 +54,6 @@ struct Lanes<'a> {
     thresholds: &'a [f64],
     values: &'a [f64],
     ranks: &'a mut [u16],
-    stride: usize,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -64,7 +64,7 @@ impl pulp::WithSimd for Lanes<'_> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) -> (usize, bool) {
         use std::arch::x86_64::{_CMP_LT_OQ, _CMP_UNORD_Q};
-        let Lanes { simd, thresholds, values, ranks, stride } = self;
+        let Lanes { simd, thresholds, values, ranks } = self;
         let a = simd.avx512f;
         let group = VECTORS * 8;
         let whole = values.len() / group * group;
@@ -105,26 +105,13 @@ impl pulp::WithSimd for Lanes<'_> {
             for v in 0..VECTORS {
                 let nan = a._mm512_cmp_pd_mask::<_CMP_UNORD_Q>(x[v], x[v]);
                 missing |= nan != 0;
-                if stride == 1 {
-                    // The prediction's layout: eight ranks in a row, stored at once.
-                    let rank = a._mm256_mask_blend_epi32(nan, base[v], absent);
-                    // SAFETY: `start + 8 * v + 8 <= values.len() <= ranks.len()`
-                    // at stride 1 (checked on entry).
-                    unsafe {
-                        simd.sse2._mm_storeu_si128(
-                            ranks.as_mut_ptr().add(start + 8 * v).cast(),
-                            a._mm256_cvtepi32_epi16(rank),
-                        )
-                    };
-                    continue;
-                }
-                let mut lanes = [0i32; 8];
-                // SAFETY: 8 lanes of 4 bytes fill the 8 words.
-                unsafe { a._mm256_storeu_epi32(lanes.as_mut_ptr(), base[v]) };
-                for (l, &rank) in lanes.iter().enumerate() {
-                    let rank = if nan >> l & 1 != 0 { RankNode::MISSING } else { rank as u16 };
-                    ranks[(start + 8 * v + l) * stride] = rank;
-                }
+                // Eight ranks in a row, stored at once.
+                let rank = a._mm256_mask_blend_epi32(nan, base[v], absent);
+                // SAFETY: `start + 8 * v + 8 <= values.len() == ranks.len()` (checked on entry).
+                unsafe {
+                    simd.sse2
+                        ._mm_storeu_si128(ranks.as_mut_ptr().add(start + 8 * v).cast(), a._mm256_cvtepi32_epi16(rank))
+                };
             }
         }
         (whole, missing)
@@ -156,12 +143,11 @@ mod tests {
 
     proptest! {
         /// Every level ranks every value as a plain count of the thresholds
-        /// below it, NaN as missing, at any stride and length.
+        /// below it, NaN as missing, at any length.
         #[test]
         fn ranks_count_the_thresholds_below_at_every_level(
             mut thresholds in proptest::collection::vec(-50i32..50, 0..70),
             values in proptest::collection::vec(prop_oneof![8 => (-120i32..120).prop_map(|v| f64::from(v) / 2.0), 1 => Just(f64::NAN)], 0..200),
-            stride in 1usize..4,
         ) {
             thresholds.sort_unstable();
             thresholds.dedup();
@@ -171,12 +157,10 @@ mod tests {
                 .map(|&x| if x.is_nan() { RankNode::MISSING } else { thresholds.iter().filter(|&&t| t < x).count() as u16 })
                 .collect();
             for level in Level::available() {
-                let mut ranks = vec![7u16; values.len() * stride];
-                let missing = dispatch::with_level(level, || threshold_ranks(&thresholds, &values, &mut ranks, stride)).unwrap();
-                let got: Vec<u16> = ranks.iter().step_by(stride).copied().collect();
-                prop_assert_eq!(&got, &expected, "{}", level);
+                let mut ranks = vec![7u16; values.len()];
+                let missing = dispatch::with_level(level, || threshold_ranks(&thresholds, &values, &mut ranks)).unwrap();
+                prop_assert_eq!(&ranks, &expected, "{}", level);
                 prop_assert_eq!(missing, values.iter().any(|x| x.is_nan()));
-                prop_assert!(ranks.iter().enumerate().all(|(i, &r)| i % stride == 0 || r == 7), "only every stride-th slot is written");
             }
         }
     }

@@ -114,7 +114,7 @@ fn rank_column(ranking: &Ranking, values: &[f64], ranks: &mut [u16]) -> bool {
             ranks.fill(0);
             false
         }
-        Ranking::Thresholds(thresholds) => threshold_ranks(thresholds, values, ranks, 1),
+        Ranking::Thresholds(thresholds) => threshold_ranks(thresholds, values, ranks),
         Ranking::Categories { words } => {
             let limit = 64 * *words as i64;
             let mut missing = false;
