@@ -44,10 +44,10 @@ pub use partition::{partition_row_bins, partition_rows};
 pub use random_split::{random_split, NodeRows, RandomSplit};
 pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
 pub use row_histogram::{build_row_histograms, RowBins, RowStats};
-pub use row_records::{partition_records, record_bin_range, RowRecords, MAX_RECORD_WIDTH};
+pub use row_records::{partition_records, record_bin_range, records_constant, RowRecords, MAX_RECORD_WIDTH};
 pub use split::{
-    best_split, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate, SplitConstraints,
-    SplitRule, Stats, UNCHARGED_DEGREES,
+    best_split, best_split_above, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate,
+    SplitConstraints, SplitRule, Stats, UNCHARGED_DEGREES,
 };
 pub use threshold_rank::{threshold_rank, threshold_ranks};
 pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};

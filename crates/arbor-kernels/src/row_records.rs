@@ -182,6 +182,19 @@ fn partition_in_place<T: Copy>(items: &mut [T], goes_left: impl Fn(&T) -> bool) 
     n_left
 }
 
+/// Whether every one of `records` (of `width` bytes) holds the same bin of
+/// feature `f`: a feature constant in a node cannot split it, and finding
+/// that out costs a read per record, where a histogram costs a build, a
+/// listing and a count. Stops at the first record that differs.
+pub fn records_constant(records: &[u8], width: usize, f: usize) -> bool {
+    assert!(f < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
+    let mut bins = records.chunks_exact(width).map(|record| record[f]);
+    match bins.next() {
+        Some(first) => bins.all(|b| b == first),
+        None => true,
+    }
+}
+
 /// The largest and smallest nonzero bin of feature `f` among `records`:
 /// where a split's left child ends and its right child starts.
 pub fn record_bin_range(records: &[u8], width: usize, f: usize) -> (u8, Option<u8>) {
@@ -245,6 +258,16 @@ mod tests {
             assert_eq!(side(moved.records(0..n_left)), expected(&by_rows[..n_left]));
             assert_eq!(side(moved.records(n_left..rows.len())), expected(&by_rows[n_left..]));
         }
+        // Rows 17 apart hold one bin of every feature, until one record's changes.
+        let apart: Vec<u32> = rows.iter().copied().filter(|r| r % 17 == 2).collect();
+        let mut few = RowRecords::new(&matrix, &apart, &keys).unwrap();
+        assert!(apart.len() >= 2 && (0..5).all(|f| records_constant(few.records(0..apart.len()), 16, f)));
+        few.records_mut(1..2)[1] ^= 1;
+        assert!(
+            !records_constant(few.records(0..apart.len()), 16, 1)
+                && records_constant(few.records(0..apart.len()), 16, 0)
+        );
+        assert!(records_constant(few.records(0..1), 16, 1) && records_constant(&[], 16, 1), "one record or none");
         records.records_mut(0..1)[2] = 0;
         let (last, first) = record_bin_range(records.records(0..rows.len()), 16, 2);
         assert_eq!(u16::from(last), (0..n).map(|r| matrix.column(2).get(r)).max().unwrap());

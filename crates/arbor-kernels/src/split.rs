@@ -262,12 +262,17 @@ pub(crate) struct Scan<'a, B: StatBuf = Vec<f64>> {
 
 impl<'a, B: StatBuf> Scan<'a, B> {
     pub(crate) fn new(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64]) -> Self {
+        Self::above(criterion, constraints, total, f64::NEG_INFINITY)
+    }
+
+    /// A scan that finds only gains above `floor`.
+    pub(crate) fn above(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64], floor: f64) -> Self {
         Scan {
             criterion,
             constraints,
             parent_score: node_score(total, criterion),
             right: B::zeros(total.len()),
-            best_gain: f64::NEG_INFINITY,
+            best_gain: floor,
             best_left: B::zeros(total.len()),
             found: false,
         }
@@ -336,7 +341,23 @@ pub fn best_split(
     constraints: &SplitConstraints,
     categorical: bool,
 ) -> Option<SplitCandidate> {
-    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical })
+    best_split_above(hist, stride, criterion, constraints, categorical, f64::NEG_INFINITY)
+}
+
+/// [`best_split`] when only a gain above `floor` could matter (the merit of
+/// the best split a node has found so far: a candidate's merit is at most
+/// its gain): `None` for the others, which are then never built (no rule
+/// listed, no categories' flags allocated, nothing moved). A split it
+/// returns is [`best_split`]'s.
+pub fn best_split_above(
+    hist: &[f64],
+    stride: usize,
+    criterion: Criterion,
+    constraints: &SplitConstraints,
+    categorical: bool,
+    floor: f64,
+) -> Option<SplitCandidate> {
+    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical, floor })
 }
 
 struct SplitKernel<'a> {
@@ -345,6 +366,7 @@ struct SplitKernel<'a> {
     criterion: Criterion,
     constraints: &'a SplitConstraints,
     categorical: bool,
+    floor: f64,
 }
 
 impl pulp::WithSimd for SplitKernel<'_> {
@@ -369,7 +391,7 @@ impl SplitKernel<'_> {
     /// The scan itself, on statistics held in `B`.
     #[inline(always)]
     fn scan<B: StatBuf>(self) -> Option<SplitCandidate> {
-        let SplitKernel { hist, stride, criterion, constraints, categorical } = self;
+        let SplitKernel { hist, stride, criterion, constraints, categorical, floor } = self;
         let stride = B::stride(stride);
         let n_bins = hist.len() / stride;
         let mut total = B::zeros(stride);
@@ -379,7 +401,7 @@ impl SplitKernel<'_> {
         let bin = |b: usize| &hist[b * stride..(b + 1) * stride];
         let occupied = |b: usize| count(bin(b), criterion) > 0.0;
         let total = total.as_ref();
-        let mut scan = Scan::<B>::new(criterion, constraints, total);
+        let mut scan = Scan::<B>::above(criterion, constraints, total, floor);
         if categorical {
             let key_class = match criterion {
                 Criterion::Gini | Criterion::Entropy => {

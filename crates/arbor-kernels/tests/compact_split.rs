@@ -1,7 +1,10 @@
 //! The compact histogram path (small nodes) finds exactly the split the dense
-//! path finds, on random columns with missing values, for every criterion.
+//! path finds, on random columns with missing values, for every criterion;
+//! a search above a floor finds the same split or, below the floor, none.
 
-use arbor_kernels::{best_split, build_histogram, count_weight, CompactHistogram, Criterion, SplitConstraints, Target};
+use arbor_kernels::{
+    best_split, best_split_above, build_histogram, count_weight, CompactHistogram, Criterion, SplitConstraints, Target,
+};
 use arbor_quantize::BinColumn;
 use proptest::prelude::*;
 
@@ -23,6 +26,12 @@ fn check(bins: Vec<u8>, labels: Vec<u32>, weights: Vec<f64>, n_bins: usize, cate
     let mut dense = vec![0.0; n_bins * stride];
     build_histogram(&column, &rows, &weights, &weights, &target, &mut dense);
     let expected = best_split(&dense, stride, criterion, &constraints, categorical);
+    // Above a floor: the same split when its gain passes the floor, none otherwise.
+    let gain = expected.as_ref().map_or(0.0, |s| s.gain);
+    for floor in [f64::NEG_INFINITY, gain - 1e-9 * (1.0 + gain.abs()), gain, gain + 1.0] {
+        let above = best_split_above(&dense, stride, criterion, &constraints, categorical, floor);
+        assert_eq!(above, expected.clone().filter(|s| s.gain > floor), "floor {floor}");
+    }
 
     let mut compact = CompactHistogram::default();
     compact.build(&column, &rows, &weights, &weights, &target);

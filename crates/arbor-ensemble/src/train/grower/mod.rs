@@ -686,6 +686,63 @@ mod tests {
         assert_eq!(on_records.gain_per_feature, on_rows.gain_per_feature);
     }
 
+    /// A classification forest's tree grown on keyed records (which skips
+    /// features constant in a node without a histogram, settles a node of
+    /// two records on its first feature that tells them apart, and builds
+    /// no candidate that cannot win) is the tree the plain weighted path
+    /// grows. Sample weights of twice the counts send the rows down that
+    /// path and double every gain exactly, so every comparison between
+    /// splits comes out the same.
+    #[test]
+    fn keyed_records_grow_the_tree_weighted_rows_grow() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        let n = 20_000;
+        let columns: Vec<FeatureColumn> = (0..6)
+            .map(|f| {
+                let levels = [3u8, 8, 40, 200, 5, 12][f];
+                FeatureColumn::Numeric(
+                    (0..n).map(|_| f64::from(rng.random_range(0..levels))).collect::<Vec<_>>().into(),
+                )
+            })
+            .collect();
+        let labels: Vec<u32> = (0..n)
+            .map(|r| {
+                let signal = columns[1].raw_value(r) + columns[2].raw_value(r) / 8.0;
+                u32::from(signal + f64::from(rng.random_range(0..6u8)) > 9.0)
+            })
+            .collect();
+        let counts: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..3u8))).collect();
+        let doubled: Vec<f64> = counts.iter().map(|c| 2.0 * c).collect();
+        let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
+        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
+        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let settings = GrowSettings {
+            criterion: Criterion::Gini,
+            constraints: SplitConstraints::default(),
+            category_penalty: 24.0,
+            max_depth: 0,
+            min_samples_split: 2.0,
+            features_per_node: 2,
+            impurity_threshold: 0.0,
+            min_gain: 0.0,
+            leaf_scale: 1.0,
+            random_splitter: false,
+            max_leaf_nodes: 0,
+            fork_min_rows: 0,
+        };
+        let grow = |weights: Option<Cow<'_, [f64]>>| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+            let tree_weights = TreeWeights { counts: Cow::Borrowed(&counts), weights };
+            grow_tree(&matrix, None, &target, rows.clone(), tree_weights, &settings, None, &mut rng)
+        };
+        let (keyed, weighted) = (grow(None), grow(Some(Cow::Borrowed(&doubled))));
+        assert!(weighted.tree.nodes.len() > 2000, "a deep tree: {}", weighted.tree.nodes.len());
+        assert!(keyed.leaves.is_empty() && !weighted.leaves.is_empty(), "one tree on records, one on rows");
+        assert_eq!(keyed.tree, weighted.tree);
+        let halved: Vec<f64> = weighted.gain_per_feature.iter().map(|g| g / 2.0).collect();
+        assert_eq!(keyed.gain_per_feature, halved);
+    }
+
     /// Subtrees grown apart give the nodes, leaf values, row order, leaves
     /// and gains of one sequential depth-first growth.
     #[test]

@@ -3,9 +3,9 @@
 //! randomly drawn ones.
 
 use arbor_kernels::{
-    best_split, build_histogram, build_histogram_packed, build_value_histogram_records, child_size, count_weight,
-    occupied_bins, random_split, Criterion, NodeRows, RandomSplit, RowRecords, SplitCandidate, SplitConstraints,
-    Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
+    best_split, best_split_above, build_histogram, build_histogram_packed, build_value_histogram_records, child_size,
+    count_weight, occupied_bins, random_split, records_constant, Criterion, NodeRows, RandomSplit, RowRecords,
+    SplitCandidate, SplitConstraints, Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
 };
 
 use rand::Rng;
@@ -111,6 +111,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let mut noise_charge = None;
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut visited = 0;
+        let pair_split = self.records.is_some() && self.data.keys.is_some() && p.end - p.start == 2;
         for i in 0..n_features {
             if visited >= settings.features_per_node {
                 break;
@@ -127,6 +128,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let categorical = mapper.is_categorical();
             let charged = categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2;
             let c = if charged { &per_degree } else { &settings.constraints };
+            // Only a gain above the best merit so far can win (a charge only lowers it).
+            let floor = best.as_ref().map_or(f64::NEG_INFINITY, |(_, b)| b.merit());
             let candidate = if settings.random_splitter {
                 let node = NodeRows {
                     rows: node_rows,
@@ -138,6 +141,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                     RandomSplit::Constant => continue, // does not count towards features_per_node
                     RandomSplit::Tried(candidate) => candidate,
                 }
+            } else if self.records.as_ref().is_some_and(|records| {
+                i >= fused && records_constant(records.records(p.start..p.end), records.width(), f)
+            }) {
+                continue; // constant here, found without a histogram: does not count either
+            } else if pair_split && best.is_some() {
+                // Two records of whole class counts: every feature that tells
+                // them apart sends one each way, for the same gain to the
+                // bit; the first such split stands, the others count as tried.
+                visited += 1;
+                continue;
             } else if self.data.keys.is_some() || (p.end - p.start) * 2 < n_bins {
                 // Scan only the bins the rows occupy: integer class counts
                 // find them cheaply at any size; other statistics when few
@@ -171,7 +184,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 if occupied_bins(self.buffers.compact.hist(), stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }
-                best_split(self.buffers.compact.hist(), stride, criterion, c, categorical).map(|mut s| {
+                let hist = self.buffers.compact.hist();
+                best_split_above(hist, stride, criterion, c, categorical, floor).map(|mut s| {
                     let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
                     s.rule = s.rule.expand(self.buffers.compact.bins(), n_bins, unseen_left);
                     s
@@ -202,7 +216,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 if occupied_bins(h, stride, criterion) < 2 {
                     continue; // constant here: does not count towards features_per_node
                 }
-                best_split(h, stride, criterion, c, categorical)
+                best_split_above(h, stride, criterion, c, categorical, floor)
             };
             visited += 1;
             if let Some(mut candidate) = candidate {
