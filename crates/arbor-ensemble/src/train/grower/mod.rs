@@ -641,6 +641,35 @@ mod tests {
         }
     }
 
+    /// A forest's tree (two features drawn per node, grown until pure, a
+    /// fixed seed) over `rows`, each weighing its count or, given, its weight.
+    fn grow_forest_tree(
+        matrix: &BinnedMatrix,
+        target: &Target<'_>,
+        rows: &[u32],
+        counts: &[f64],
+        weights: Option<Cow<'_, [f64]>>,
+        criterion: Criterion,
+    ) -> GrownTree {
+        let settings = GrowSettings {
+            criterion,
+            constraints: SplitConstraints::default(),
+            category_penalty: 24.0,
+            max_depth: 0,
+            min_samples_split: 2.0,
+            features_per_node: 2,
+            impurity_threshold: 0.0,
+            min_gain: 0.0,
+            leaf_scale: 1.0,
+            random_splitter: false,
+            max_leaf_nodes: 0,
+            fork_min_rows: 0,
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let tree_weights = TreeWeights { counts: Cow::Borrowed(counts), weights };
+        grow_tree(matrix, None, target, rows.to_vec(), tree_weights, &settings, None, &mut rng)
+    }
+
     /// A regression forest's tree grown on value records is the tree grown
     /// on rows gathered by row id (sample weights equal to the counts keep
     /// rows): whole-number responses make every sum exact in any order, so
@@ -660,25 +689,7 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let target = Target::Values { y: &y };
-        let settings = GrowSettings {
-            criterion: Criterion::Mse,
-            constraints: SplitConstraints::default(),
-            category_penalty: 24.0,
-            max_depth: 0,
-            min_samples_split: 2.0,
-            features_per_node: 2,
-            impurity_threshold: 0.0,
-            min_gain: 0.0,
-            leaf_scale: 1.0,
-            random_splitter: false,
-            max_leaf_nodes: 0,
-            fork_min_rows: 0,
-        };
-        let grow = |weights: Option<Cow<'_, [f64]>>| {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-            let tree_weights = TreeWeights { counts: Cow::Borrowed(&counts), weights };
-            grow_tree(&matrix, None, &target, rows.clone(), tree_weights, &settings, None, &mut rng)
-        };
+        let grow = |weights| grow_forest_tree(&matrix, &target, &rows, &counts, weights, Criterion::Mse);
         let (on_records, on_rows) = (grow(None), grow(Some(Cow::Borrowed(&counts))));
         assert!(on_rows.tree.nodes.len() > 1000, "a deep tree: {}", on_rows.tree.nodes.len());
         assert!(on_records.leaves.is_empty() && !on_rows.leaves.is_empty(), "one tree on records, one on rows");
@@ -716,25 +727,7 @@ mod tests {
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let target = Target::Classes { labels: &labels, n_classes: 2 };
-        let settings = GrowSettings {
-            criterion: Criterion::Gini,
-            constraints: SplitConstraints::default(),
-            category_penalty: 24.0,
-            max_depth: 0,
-            min_samples_split: 2.0,
-            features_per_node: 2,
-            impurity_threshold: 0.0,
-            min_gain: 0.0,
-            leaf_scale: 1.0,
-            random_splitter: false,
-            max_leaf_nodes: 0,
-            fork_min_rows: 0,
-        };
-        let grow = |weights: Option<Cow<'_, [f64]>>| {
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-            let tree_weights = TreeWeights { counts: Cow::Borrowed(&counts), weights };
-            grow_tree(&matrix, None, &target, rows.clone(), tree_weights, &settings, None, &mut rng)
-        };
+        let grow = |weights| grow_forest_tree(&matrix, &target, &rows, &counts, weights, Criterion::Gini);
         let (keyed, weighted) = (grow(None), grow(Some(Cow::Borrowed(&doubled))));
         assert!(weighted.tree.nodes.len() > 2000, "a deep tree: {}", weighted.tree.nodes.len());
         assert!(keyed.leaves.is_empty() && !weighted.leaves.is_empty(), "one tree on records, one on rows");
