@@ -203,6 +203,19 @@ pub(crate) fn avx512() -> Option<pulp::x86::V4> {
     }
 }
 
+/// The AVX2 token when this thread's kernels run at [`Level::Avx2`] and the
+/// CPU has it: for kernels whose AVX2 form is written apart from the
+/// AVX-512 one (gathers without mask registers or compresses).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn avx2() -> Option<pulp::x86::V3> {
+    if current() == Level::Avx2 {
+        pulp::x86::V3::try_new()
+    } else {
+        None
+    }
+}
+
 /// How many places ahead in a node's rows the histogram kernels prefetch a
 /// row's values: far enough to hide a miss to L3, near enough to stay cached.
 pub(crate) const PREFETCH_ROWS: usize = 16;

@@ -24,6 +24,8 @@
 mod count_histogram;
 pub mod dispatch;
 #[cfg(target_arch = "x86_64")]
+mod gather_levels;
+#[cfg(target_arch = "x86_64")]
 mod gather_walk;
 mod histogram;
 mod logistic;

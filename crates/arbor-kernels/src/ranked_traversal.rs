@@ -120,8 +120,10 @@ pub struct RankedTree<'a> {
 ///
 /// At the `avx512` level every tree takes the gathered walk of
 /// `gather_walk.rs` (on flights, 0.65 of the scalar walk's
-/// time for the fully grown forest, 0.70 for depth-6 boosting); other levels
-/// walk in scalar lanes or, up to [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH) deep, level by level.
+/// time for the fully grown forest, 0.70 for depth-6 boosting); at `avx2`,
+/// trees up to [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH)
+/// deep take the gathered level-by-level walk of `gather_levels.rs`; the rest
+/// walk in scalar lanes or, up to that depth, level by level.
 pub fn ranked_leaves_block(tree: RankedTree<'_>, ranks: &[u16], n_features: usize, missing: bool, values: &mut [u32]) {
     walk_block(tree, ranks, n_features, missing, values, PREFETCH_ABOVE_BYTES);
 }
@@ -141,7 +143,7 @@ fn walk_block(
     let n_rows = values.len();
     macro_rules! walk {
         ($missing:literal, $categories:literal) => {{
-            // The AVX-512 walk takes the block's first rows, the scalar one the rest.
+            // A gathered walk takes the block's first rows, the scalar one the rest.
             let first = gathered::<$missing, $categories>(tree, ranks, n_features, values, prefetch_above);
             let values = &mut values[first..];
             crate::dispatch::run(RankedWalk::<$missing, $categories> { tree, ranks, n_rows, first, values })
@@ -247,8 +249,10 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
     }
 }
 
-/// Walks the first rows of a block with the gathered walk when this thread
-/// runs at `avx512`; returns how many (none at other levels).
+/// Walks the first rows of a block with a gathered walk when this thread
+/// runs at `avx512` (any tree) or `avx2` (trees up to
+/// [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH) deep);
+/// returns how many (none otherwise).
 #[inline(always)]
 fn gathered<const MISSING: bool, const CATEGORIES: bool>(
     tree: RankedTree<'_>,
@@ -261,6 +265,12 @@ fn gathered<const MISSING: bool, const CATEGORIES: bool>(
     if let Some(simd) = crate::dispatch::avx512() {
         let prefetch = std::mem::size_of_val(tree.nodes) > prefetch_above;
         return crate::gather_walk::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values, prefetch);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if tree.depth <= crate::LEVEL_BY_LEVEL_MAX_DEPTH {
+        if let Some(simd) = crate::dispatch::avx2() {
+            return crate::gather_levels::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values);
+        }
     }
     let _ = (tree, ranks, n_features, values, prefetch_above);
     0
@@ -377,8 +387,9 @@ mod tests {
 
     proptest! {
         /// Both walks, level by level and in lanes (scalar, and gathered in
-        /// AVX-512 lanes where the CPU has them, with and without node
-        /// prefetches), with and without missing values and category splits,
+        /// AVX-512 lanes, with and without node prefetches, or level by level
+        /// in AVX2 lanes, where the CPU has them), with and without missing
+        /// values and category splits,
         /// reach the leaves the 16-byte nodes reach, for any block length.
         #[test]
         fn ranked_walks_reach_the_leaves_of_flat_walks(
