@@ -27,7 +27,7 @@
 
 use pulp::x86::V3;
 
-use crate::ranked_traversal::{RankNode, RankedTree};
+use crate::ranked_traversal::{gathers_fit, RankNode, RankedTree};
 
 /// Vectors of eight rows that step side by side: independent gathers in
 /// flight to hide their latency.
@@ -73,20 +73,11 @@ impl<const MISSING: bool, const CATEGORIES: bool> LevelWalk<'_, MISSING, CATEGOR
         let LevelWalk { simd, tree, ranks, n_features, values } = self;
         let RankedTree { nodes, depth, sets } = tree;
         let n = values.len();
-        let fits = |len: usize| len <= i32::MAX as usize / 2;
         let group = 8 * GROUPS;
         // The last row is left to the caller (its rank's 4-byte read would
         // pass the end of `ranks`), and so are the rows past the last whole group.
         let walked = n.saturating_sub(1) / group * group;
-        if walked == 0
-            || n_features == 0
-            || nodes.is_empty()
-            || !fits(nodes.len())
-            || !fits(ranks.len())
-            || !fits(sets.len())
-            || ranks.len() < n * n_features
-            || (CATEGORIES && !sets.len().is_power_of_two())
-        {
+        if walked == 0 || !gathers_fit(tree, ranks, n, n_features, CATEGORIES) {
             return 0;
         }
         let (avx, avx2) = (simd.avx, simd.avx2);

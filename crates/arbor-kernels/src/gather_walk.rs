@@ -35,7 +35,7 @@
 
 use pulp::x86::V4;
 
-use crate::ranked_traversal::{RankNode, RankedTree};
+use crate::ranked_traversal::{gathers_fit, RankNode, RankedTree};
 
 /// Vectors of 16 rows that walk side by side: enough independent gathers
 /// in flight to hide their latency (on Zen 5, 1 is 1.7 times slower than 2,
@@ -132,19 +132,10 @@ impl<const MISSING: bool, const CATEGORIES: bool, const PREFETCH: bool> GatherWa
         let GatherWalk { simd, tree, ranks, n_features, values } = self;
         let RankedTree { nodes, sets, .. } = tree;
         let n = values.len();
-        let fits = |len: usize| len <= i32::MAX as usize / 2;
         // The last row is left to the caller: its rank's 4-byte read would
         // pass the end of `ranks`.
         let walked = n.saturating_sub(1);
-        if walked == 0
-            || n_features == 0
-            || nodes.is_empty()
-            || !fits(nodes.len())
-            || !fits(ranks.len())
-            || !fits(sets.len())
-            || ranks.len() < n * n_features
-            || (CATEGORIES && !sets.len().is_power_of_two())
-        {
+        if walked == 0 || !gathers_fit(tree, ranks, n, n_features, CATEGORIES) {
             return 0;
         }
         let a = simd.avx512f;

@@ -111,6 +111,29 @@ pub struct RankedTree<'a> {
     pub sets: &'a [u64],
 }
 
+/// Whether a gathered walk can take a block of `n_rows` rows: something to
+/// walk, every index it forms fits a 32-bit lane (nodes, ranks and set
+/// words, with room for a scale of two), one rank per row and feature, and
+/// set words in a power of two when `categories` (so a mask bounds them).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn gathers_fit(
+    tree: RankedTree<'_>,
+    ranks: &[u16],
+    n_rows: usize,
+    n_features: usize,
+    categories: bool,
+) -> bool {
+    let fits = |len: usize| len <= i32::MAX as usize / 2;
+    let RankedTree { nodes, sets, .. } = tree;
+    n_features > 0
+        && !nodes.is_empty()
+        && fits(nodes.len())
+        && fits(ranks.len())
+        && fits(sets.len())
+        && ranks.len() >= n_rows * n_features
+        && (!categories || sets.len().is_power_of_two())
+}
+
 /// The leaf value offset reached by each row of a block: `ranks` holds
 /// `n_features` columns of ranks or codes ([`RankNode::MISSING`] for a
 /// missing value), feature by feature, each one rank per row: feature `f`'s
