@@ -6,13 +6,15 @@
 //! Eight consecutive rows share a vector. Every step fetches each lane's
 //! node, the rank of the row in the node's feature and, for a category
 //! split, the set word, then moves every lane not on a leaf to the child its
-//! compare masks pick, without a branch. Below the second level a step
+//! compare masks pick, without a branch. Below the third level a step
 //! gathers: a node is one 8-byte element (four to a gather), a rank one
-//! 4-byte read. The first two levels need no gather: every lane starts at
+//! 4-byte read. The first three levels need no gather: every lane starts at
 //! the root, so its node is splatted and its ranks are one load from the
-//! feature's column, and next stands on one of the root's two children,
-//! picked per lane from two splats and two loads (on Zen 3, a third of the
-//! gathers of a depth-6 tree, and 14–19% of the walk's time). [`GROUPS`]
+//! feature's column, next stands on one of the root's two children, picked
+//! per lane from two splats and two loads, then on one of at most four
+//! grandchildren, from four (on Zen 3, the first two levels took 14–19% off
+//! the walk's time on depth-6 trees; the third took 11–20% off the whole
+//! scoring of the synthetic and flights_reg boosted models). [`GROUPS`]
 //! vectors step side by side so that their gathers' waits overlap. A tree
 //! `depth` deep takes at most `depth` steps (fewer once every lane sits on a
 //! leaf), and a last gather reads the leaves' value offsets. The scalar walk
@@ -154,6 +156,24 @@ impl<const MISSING: bool, const CATEGORIES: bool> LevelWalk<'_, MISSING, CATEGOR
         let second_child = (nodes[0].next as usize + 1).min(nodes.len() - 1);
         let (left, right) = (splat_node(first_child), splat_node(second_child));
         let at_right = splat(second_child);
+        // The four nodes a lane can stand on at the third level: each
+        // child's two children, or the child itself twice when it is a leaf
+        // (its lanes stay there). Clamped as the walk clamps a step.
+        let slots: [usize; 4] = {
+            let below = |child: usize| {
+                let node = nodes[child];
+                if node.word & RankNode::LEAF != 0 {
+                    [child, child]
+                } else {
+                    let last = nodes.len() - 1;
+                    [(node.next as usize).min(last), (node.next as usize + 1).min(last)]
+                }
+            };
+            let ([a, b], [c, d]) = (below(first_child), below(second_child));
+            [a, b, c, d]
+        };
+        let grandchildren = slots.map(splat_node);
+        let at_slot = slots.map(splat);
 
         for start in (0..walked).step_by(group) {
             let row: [_; GROUPS] = std::array::from_fn(|g| avx2._mm256_add_epi32(splat(start + 8 * g), lane));
@@ -164,8 +184,8 @@ impl<const MISSING: bool, const CATEGORIES: bool> LevelWalk<'_, MISSING, CATEGOR
                     let first = start + 8 * g;
                     // Each lane's node (its two halves) and the rank of the
                     // row in the node's feature. Every lane starts at the
-                    // root and next stands on one of its two children, so
-                    // those two levels need no gather.
+                    // root, then stands on one of its two children, then on
+                    // one of four grandchildren: those levels need no gather.
                     let (next, key_word, x) = match level {
                         0 => (root.0, root.1, column_ranks(root.2, first)),
                         1 => {
@@ -175,6 +195,23 @@ impl<const MISSING: bool, const CATEGORIES: bool> LevelWalk<'_, MISSING, CATEGOR
                             let pick = |l, r| avx2._mm256_blendv_epi8(l, r, on_right);
                             let x = pick(column_ranks(left.2, first), column_ranks(right.2, first));
                             (pick(left.0, right.0), pick(left.1, right.1), x)
+                        }
+                        2 => {
+                            // All-ones lanes on the second child's side (slots 2
+                            // and 3), then on the second slot of their side; a
+                            // lane whose node several slots name picks one of them.
+                            let is = |slot: usize| avx2._mm256_cmpeq_epi32(at[g], at_slot[slot]);
+                            let high = avx2._mm256_or_si256(is(2), is(3));
+                            let odd = avx2._mm256_blendv_epi8(is(1), is(3), high);
+                            let pick = |[a, b, c, d]: [_; 4]| {
+                                avx2._mm256_blendv_epi8(
+                                    avx2._mm256_blendv_epi8(a, b, odd),
+                                    avx2._mm256_blendv_epi8(c, d, odd),
+                                    high,
+                                )
+                            };
+                            let x = pick(grandchildren.map(|node| column_ranks(node.2, first)));
+                            (pick(grandchildren.map(|node| node.0)), pick(grandchildren.map(|node| node.1)), x)
                         }
                         _ => {
                             // Whole 8-byte nodes, four to a gather: the lanes'

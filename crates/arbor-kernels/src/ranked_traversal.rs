@@ -329,7 +329,9 @@ mod tests {
     }
 
     fn pair(shape: &[(u8, u16, bool, u64, u64)], n_features: u16, n_categorical: u16, set_words: usize) -> Pair {
-        // Grows a tree breadth first: each entry splits the oldest open leaf.
+        // Grows a tree mostly breadth first: each entry splits the oldest
+        // open leaf, or for half of them (by the entry's key past its
+        // rank) another one, so leaves also sit high in deep trees.
         let mut p = Pair { flat: vec![], flat_sets: vec![], ranked: vec![], ranked_sets: vec![], depth: 0 };
         let mut depth_of = vec![1usize];
         let mut open = std::collections::VecDeque::from([0usize]);
@@ -338,7 +340,8 @@ mod tests {
         let mut kinds: Vec<Option<Split>> = vec![None];
         let mut children = vec![0u32];
         for &(f, k, default_left, w0, w1) in shape {
-            let Some(node) = open.pop_front() else { break };
+            let pick = if (k / 40) % 2 == 0 { usize::from(k / 80) % open.len().max(1) } else { 0 };
+            let Some(node) = open.remove(pick) else { break };
             let feature = u16::from(f) % n_features;
             kinds[node] = Some((feature, k, default_left, [w0, w1]));
             children[node] = kinds.len() as u32;
