@@ -65,17 +65,26 @@ fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
     hits as f64 / truth.len() as f64
 }
 
-/// Seed 004 defaults on all 261,876 flights: LightGBM reaches AUC 0.9314, XGBoost 0.9318.
+/// Seed 004 defaults on all 261,876 flights: LightGBM reaches AUC 0.9317, XGBoost 0.9318
+/// (the peer table's settings, 256 bins).
 #[test]
 fn flights_auc_matches_lightgbm_and_xgboost() {
-    let model = fit(&read("flights_cls_train.parquet"), "");
+    let train = read("flights_cls_train.parquet");
     let test = read("flights_cls_test.parquet");
-    let p = model.score(&test).unwrap();
-    let score: Vec<f64> = p.values().chunks_exact(2).map(|c| c[1]).collect();
-    let auc = auc(&score, &labels_i64(&test));
-    assert!(auc >= 0.9294, "AUC {auc}");
+    let flights_auc = |model: &Model| {
+        let p = model.score(&test).unwrap();
+        let score: Vec<f64> = p.values().chunks_exact(2).map(|c| c[1]).collect();
+        auc(&score, &labels_i64(&test))
+    };
+    let model = fit(&train, "");
+    let auc = flights_auc(&model);
+    assert!(auc >= 0.9318, "AUC {auc}");
     assert_eq!(model.trees().len(), 50, "one tree per round for the logistic loss");
     assert!(model.trees().iter().all(|t| t.shape().depth <= 6));
+    // Without the charge on subsets of many categories (104 destinations),
+    // the trees split on them where the signal does not carry to the test rows.
+    let uncharged = flights_auc(&fit(&train, "category_penalty=0"));
+    assert!(uncharged < auc - 0.001, "AUC {uncharged} without the charge, {auc} with it");
 }
 
 /// XGBoost reaches RMSE 0.0932 and LightGBM 0.0931 on ln(price).
@@ -194,6 +203,8 @@ fn same_seed_same_bytes_on_any_thread_count() {
     assert_eq!(one, on(2, options));
     assert_eq!(one, on(4, options));
     assert_ne!(one, on(2, "n_rounds=10 sample_fraction=0.7 max_features=6 seed=1"));
+    // Every feature at every node, destinations' subsets charged by the node's gradient noise.
+    assert_eq!(on(1, "n_rounds=10"), on(2, "n_rounds=10"));
 }
 
 /// A softmax round grows its class trees side by side, as many as there are

@@ -248,7 +248,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
             let exact = shared(r.params, r.params.algorithm.0, |f| f.exact, |b| b.exact);
             Some(if exact { "exact" } else { "hist" }.into())
         },
-        place: (6, 11),
+        place: (6, 12),
     },
     KeySpec {
         name: "max_bins",
@@ -260,7 +260,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, a, k| MAX_BINS.count(k, shared(p, a, |f| f.max_bins, |b| b.max_bins)),
         show: |r| shown(r, |f| f.max_bins, |b| b.max_bins),
-        place: (8, 12),
+        place: (8, 13),
     },
     KeySpec {
         name: "min_bin_size",
@@ -272,7 +272,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, a, k| MIN_BIN_SIZE.count(k, shared(p, a, |f| f.min_bin_size, |b| b.min_bin_size)),
         show: |r| shown(r, |f| f.min_bin_size, |b| b.min_bin_size),
-        place: (9, 13),
+        place: (9, 14),
     },
     KeySpec {
         name: "max_depth",
@@ -324,7 +324,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| IMPORTANCES.iter().find(|(_, i)| *i == r.params.forest.importance).map(|(name, _)| (*name).into()),
-        place: (23, 16),
+        place: (23, 17),
     },
     KeySpec {
         name: "seed",
@@ -336,7 +336,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| shown(r, |f| f.seed, |b| b.seed),
-        place: (24, 17),
+        place: (24, 18),
     },
     // Random forest keys.
     KeySpec {
@@ -396,14 +396,15 @@ pub(crate) const KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "category_penalty",
-        applies: Applies::Forest,
+        applies: Applies::Both,
         set: |p, k, v| {
-            p.forest.category_penalty = NON_NEGATIVE.parse_number(k, v)?;
+            let v = NON_NEGATIVE.parse_number(k, v)?;
+            (p.forest.category_penalty, p.boosting.category_penalty) = (v, v);
             Ok(())
         },
-        check: |p, _, k| NON_NEGATIVE.number(k, p.forest.category_penalty),
-        show: |r| Some(r.params.forest.category_penalty.to_string()),
-        place: (15, 0),
+        check: |p, a, k| NON_NEGATIVE.number(k, shared(p, a, |f| f.category_penalty, |b| b.category_penalty)),
+        show: |r| shown(r, |f| f.category_penalty, |b| b.category_penalty),
+        place: (15, 11),
     },
     KeySpec {
         name: "min_weight_fraction_leaf",
@@ -545,7 +546,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: any,
         show: |r| Some(r.loss.or(r.params.boosting.loss).map_or("default", Loss::name).into()),
-        place: (0, 14),
+        place: (0, 15),
     },
     KeySpec {
         name: "early_stopping_rounds",
@@ -556,7 +557,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, _, k| EARLY_STOPPING_ROUNDS.count(k, p.boosting.early_stopping_rounds),
         show: |r| Some(r.params.boosting.early_stopping_rounds.to_string()),
-        place: (0, 15),
+        place: (0, 16),
     },
     KeySpec {
         name: "validation_fraction",
@@ -570,6 +571,6 @@ pub(crate) const KEYS: &[KeySpec] = &[
             let b = &r.params.boosting;
             (b.early_stopping_rounds > 0).then(|| b.validation_fraction.to_string())
         },
-        place: (0, 18),
+        place: (0, 19),
     },
 ];

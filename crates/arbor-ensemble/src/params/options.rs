@@ -228,7 +228,7 @@ mod tests {
         p.set("algorithm", "gradient-boosting").unwrap();
         let boosting: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
         let expected = "task algorithm n_rounds max_depth learning_rate min_split_loss lambda sample_fraction \
-            max_features min_samples_leaf min_samples_category split_method max_bins min_bin_size loss \
+            max_features min_samples_leaf min_samples_category category_penalty split_method max_bins min_bin_size loss \
             early_stopping_rounds importance seed validation_fraction";
         assert_eq!(boosting, expected.split_whitespace().collect::<Vec<_>>());
     }

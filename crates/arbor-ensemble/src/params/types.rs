@@ -259,6 +259,11 @@ pub struct BoostingParams {
     /// pooled and move together, so that a few rows' noise cannot pick a split
     /// (10, as LightGBM and scikit-learn's histogram boosting; 1: no pooling).
     pub min_samples_category: usize,
+    /// How many times the gain that noise is expected to show a subset split
+    /// of `k` categories charges it for each of its `k − 1` degrees of
+    /// freedom beyond five, as for forests (`ForestParams::category_penalty`),
+    /// the noise measured on the node's gradients (1; 0: no charge).
+    pub category_penalty: f64,
     /// `hist` (false) or `exact` (true).
     pub exact: bool,
     /// Most bins per feature, the missing-value bin included.
@@ -287,6 +292,7 @@ impl Default for BoostingParams {
             max_features: MaxFeatures::All,
             min_samples_leaf: 5,
             min_samples_category: 10,
+            category_penalty: 1.0,
             exact: false,
             max_bins: 256,
             min_bin_size: 5,

@@ -134,7 +134,7 @@ fn boost(
             min_samples_category: bp.min_samples_category as f64,
             category_charge: 0.0,
         },
-        category_penalty: 0.0,
+        category_penalty: bp.category_penalty,
         max_depth: bp.max_depth,
         min_samples_split: 2.0,
         features_per_node,

@@ -305,6 +305,7 @@ class _Boosting(_ArborEstimator):
         max_features=None,
         min_samples_leaf=5,
         min_samples_category=10,
+        category_penalty=1.0,
         split_method="hist",
         max_bins=256,
         min_bin_size=5,
@@ -323,6 +324,7 @@ class _Boosting(_ArborEstimator):
         self.max_features = max_features
         self.min_samples_leaf = min_samples_leaf
         self.min_samples_category = min_samples_category
+        self.category_penalty = category_penalty
         self.split_method = split_method
         self.max_bins = max_bins
         self.min_bin_size = min_bin_size
