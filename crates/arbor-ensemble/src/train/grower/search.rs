@@ -90,19 +90,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let mut best: Option<(usize, SplitCandidate)> = None;
         let mut noise_charge = None;
         for (f, candidate) in candidates.into_iter().enumerate() {
-            if let Some(mut candidate) = candidate {
-                if candidate.charge > 0.0 {
-                    if best.as_ref().is_some_and(|(_, b)| candidate.gain <= b.merit()) {
-                        continue; // cannot win, whatever its charge
-                    }
-                    let unit = noise_charge.get_or_insert_with(|| {
-                        charged_constraints(&self.data, &self.records, self.rows, p).category_charge
-                    });
-                    candidate.charge *= *unit;
-                }
-                if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
-                    best = Some((f, candidate));
-                }
+            if let Some(candidate) = candidate {
+                offer(&mut best, f, candidate, &mut noise_charge, || {
+                    charged_constraints(&self.data, &self.records, self.rows, p).category_charge
+                });
             }
         }
         (best, h)
@@ -232,19 +223,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 best_split_above(h, stride, criterion, c, categorical, floor)
             };
             visited += 1;
-            if let Some(mut candidate) = candidate {
-                if charged && candidate.charge > 0.0 {
-                    if best.as_ref().is_some_and(|(_, b)| candidate.gain <= b.merit()) {
-                        continue; // cannot win, whatever its charge
-                    }
-                    let unit = noise_charge.get_or_insert_with(|| {
-                        charged_constraints(&self.data, &self.records, self.rows, p).category_charge
-                    });
-                    candidate.charge *= *unit;
-                }
-                if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
-                    best = Some((f, candidate));
-                }
+            if let Some(candidate) = candidate {
+                offer(&mut best, f, candidate, &mut noise_charge, || {
+                    charged_constraints(&self.data, &self.records, self.rows, p).category_charge
+                });
             }
         }
         best
@@ -282,6 +264,30 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             None => self.buffers.value_sums.fill(node, records.width(), drawn, &n_bins[..m]),
         }
         m
+    }
+}
+
+/// Offers feature `f`'s best split to `best`, where the highest merit wins
+/// and, on a tie, the feature offered first. A split searched charged one
+/// per degree (a subset of many categories: its charge is positive, since
+/// the settings' own constraints carry none) has its charge scaled by the
+/// node's noise, which `noise` finds once into `unit`, and only when the
+/// split's gain could beat the best merit so far (a charge only lowers it).
+fn offer(
+    best: &mut Option<(usize, SplitCandidate)>,
+    f: usize,
+    mut candidate: SplitCandidate,
+    unit: &mut Option<f64>,
+    noise: impl FnOnce() -> f64,
+) {
+    if candidate.charge > 0.0 {
+        if best.as_ref().is_some_and(|(_, b)| candidate.gain <= b.merit()) {
+            return; // cannot win, whatever its charge
+        }
+        candidate.charge *= *unit.get_or_insert_with(noise);
+    }
+    if best.as_ref().is_none_or(|(_, b)| candidate.merit() > b.merit()) {
+        *best = Some((f, candidate));
     }
 }
 
