@@ -225,77 +225,98 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
             assert_eq!(scored_on_cluster, scored_on_one_node, "{name}: {}", model.display());
         }
         if name == "gbt" {
-            // The trees are the same; only the recorded Arrow types of the
-            // string features differ (Ballista reads strings as Utf8,
-            // DataFusion as Utf8View).
+            // The cluster trained level by level on the executors, summing
+            // exact histograms: another model than one node's, as accurate.
             let model = |p: &Path| arbor_ensemble::Model::from_bytes(&model_bytes(p)).unwrap();
-            assert!(model(&on_cluster).trees() == model(&on_one_node).trees(), "boosting trains on one node's model");
+            assert!(model(&on_cluster).trees() != model(&on_one_node).trees(), "boosting trains level by level");
+            let labels = read(&test);
+            let labels = labels.column_by_name("label").unwrap();
+            let labels = arrow::compute::cast(labels, &DataType::Float64).unwrap();
+            let labels = labels.as_any().downcast_ref::<arrow::array::Float64Array>().unwrap();
+            let accuracy = |model: &Path| {
+                let scored = single_node(&format!("{tables} {}", score_statement(model)));
+                let right = scored
+                    .lines()
+                    .skip(1)
+                    .zip(labels.values())
+                    .filter(|(line, &label)| line.split(',').nth(1).unwrap().parse::<f64>().unwrap() == label)
+                    .count();
+                right as f64 / labels.len() as f64
+            };
+            let (cluster_accuracy, single_accuracy) = (accuracy(&on_cluster), accuracy(&on_one_node));
+            assert!(
+                (cluster_accuracy - single_accuracy).abs() <= 0.002,
+                "boosting accuracy: cluster {cluster_accuracy}, one node {single_accuracy}"
+            );
         }
     }
 }
 
 #[test]
 fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
-    let mut cluster = Cluster::start();
-    let data = cluster.dir.path().join("data");
-    let (train, test) = flights(&data);
-    let tables = tables(&train, &test);
-    let options = "n_trees=64 max_depth=16 seed=8";
-    let undisturbed = data.join("undisturbed.parquet");
-    ok(cluster.sql(&format!("{tables} {}", train_statement(&undisturbed, options))));
+    // A forest grown in parts, and boosting trained level by level (the
+    // victim dies in its first jobs; the other executor runs the rest).
+    for options in ["n_trees=64 max_depth=16 seed=8", "algorithm=gradient-boosting n_rounds=5"] {
+        let mut cluster = Cluster::start();
+        let data = cluster.dir.path().join("data");
+        let (train, test) = flights(&data);
+        let tables = tables(&train, &test);
+        let undisturbed = data.join("undisturbed.parquet");
+        ok(cluster.sql(&format!("{tables} {}", train_statement(&undisturbed, options))));
 
-    let disturbed = data.join("disturbed.parquet");
-    // What Ballista logs as a pulled (or pushed) task starts, per executor;
-    // counted before the job starts, so that none of its tasks is missed.
-    let tasks_run = |i: usize| {
-        let log = std::fs::read_to_string(cluster.dir.path().join(format!("executor-{i}.log"))).unwrap();
-        log.matches("Received task").count() + log.matches("Execute task").count()
-    };
-    let before = [tasks_run(0), tasks_run(1)];
-    let mut job = arbor()
-        .args(["sql", "--cluster", &cluster.url, "--format", "csv", "-c"])
-        .arg(format!("{tables} {}", train_statement(&disturbed, options)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The first executor that runs one of this job's tasks is killed (which
-    // one the scheduler picks first is its business).
-    let start = Instant::now();
-    let victim = loop {
-        if let Some(i) = (0..2).find(|&i| tasks_run(i) > before[i]) {
-            break i;
+        let disturbed = data.join("disturbed.parquet");
+        // What Ballista logs as a pulled (or pushed) task starts, per executor;
+        // counted before the job starts, so that none of its tasks is missed.
+        let tasks_run = |i: usize| {
+            let log = std::fs::read_to_string(cluster.dir.path().join(format!("executor-{i}.log"))).unwrap();
+            log.matches("Received task").count() + log.matches("Execute task").count()
+        };
+        let before = [tasks_run(0), tasks_run(1)];
+        let mut job = arbor()
+            .args(["sql", "--cluster", &cluster.url, "--format", "csv", "-c"])
+            .arg(format!("{tables} {}", train_statement(&disturbed, options)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first executor that runs one of this job's tasks is killed (which
+        // one the scheduler picks first is its business).
+        let start = Instant::now();
+        let victim = loop {
+            if let Some(i) = (0..2).find(|&i| tasks_run(i) > before[i]) {
+                break i;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no executor ran the job's tasks");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill");
+        cluster.executors[victim].kill().unwrap();
+        cluster.executors[victim].wait().unwrap();
+        // The job ends, one way or the other, in bounded time.
+        let start = Instant::now();
+        while job.try_wait().unwrap().is_none() {
+            if start.elapsed() > Duration::from_secs(300) {
+                job.kill().unwrap();
+                let scheduler = std::fs::read_to_string(cluster.dir.path().join("scheduler.log")).unwrap_or_default();
+                let mut tail: Vec<&str> = scheduler.lines().rev().take(30).collect();
+                tail.reverse();
+                panic!(
+                    "the job did not end within 300 s of killing executor {victim}; scheduler log ends:\n{}",
+                    tail.join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "no executor ran the job's tasks");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill");
-    cluster.executors[victim].kill().unwrap();
-    cluster.executors[victim].wait().unwrap();
-    // The job ends, one way or the other, in bounded time.
-    let start = Instant::now();
-    while job.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(300) {
-            job.kill().unwrap();
-            let scheduler = std::fs::read_to_string(cluster.dir.path().join("scheduler.log")).unwrap_or_default();
-            let mut tail: Vec<&str> = scheduler.lines().rev().take(30).collect();
-            tail.reverse();
-            panic!(
-                "the job did not end within 300 s of killing executor {victim}; scheduler log ends:\n{}",
-                tail.join("\n")
-            );
+        let out = job.wait_with_output().unwrap();
+        if out.status.success() {
+            let model = |p: &Path| model_bytes(p);
+            assert_eq!(model(&disturbed), model(&undisturbed), "{options}: a retried task gives the same model");
+        } else {
+            let error = text(&out.stderr);
+            assert!(error.contains("error"), "{error}");
+            assert!(!disturbed.exists(), "no half-written model");
+            eprintln!("the job failed cleanly: {error}");
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = job.wait_with_output().unwrap();
-    if out.status.success() {
-        let model = |p: &Path| model_bytes(p);
-        assert_eq!(model(&disturbed), model(&undisturbed), "a retried task grows the same part");
-    } else {
-        let error = text(&out.stderr);
-        assert!(error.contains("error"), "{error}");
-        assert!(!disturbed.exists(), "no half-written model");
-        eprintln!("the job failed cleanly: {error}");
     }
 }
 

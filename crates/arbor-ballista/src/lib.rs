@@ -9,11 +9,14 @@
 //!   ([`PartitionedTraining`]); the scheduler builds every session from it;
 //! - [`function_registry`]: the same functions for an executor;
 //! - [`standalone`] and [`remote`]: client sessions, on an in-process
-//!   cluster (for tests) or on a running scheduler (`df://HOST:PORT`);
+//!   cluster (for tests) or on a running scheduler (`df://HOST:PORT`), whose
+//!   planner trains gradient boosting level by level on the executors
+//!   ([`LevelTraining`]) before Ballista runs the statement;
 //! - [`run_scheduler`] and [`run_executor`]: the processes behind
 //!   `arbor cluster scheduler|executor`, taking Ballista's own flags.
 //!
 //! [`TrainForest::distributed`]: arbor_datafusion::TrainForest::distributed
+//! [`LevelTraining`]: arbor_datafusion::LevelTraining
 
 mod arbor_executors;
 mod executor;

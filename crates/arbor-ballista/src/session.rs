@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_datafusion::TrainForest;
+use arbor_datafusion::{LevelTraining, TrainForest, TrainStep};
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::{
     ballista_aggregate_functions, ballista_scalar_functions, ballista_window_functions, SessionConfigExt,
@@ -54,6 +54,8 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
         .build();
     arbor_datafusion::register_all(&mut state)?;
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainForest::distributed())))?;
+    // The steps of level-wise boosting ([`LevelTraining`]), which executors run.
+    state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainStep::new())))?;
     Ok(state)
 }
 
@@ -79,10 +81,18 @@ pub async fn remote(url: &str) -> Result<SessionContext> {
     with_arbor(SessionContext::remote_with_state(url, session_state(session_config())?).await?)
 }
 
-/// `ctx` with arbor's functions again: Ballista's upgrade of a client
-/// session replaces its functions by Ballista's defaults.
+/// `ctx` with arbor's functions again (Ballista's upgrade of a client
+/// session replaces its functions by Ballista's defaults), and a planner
+/// that trains gradient boosting level by level on the executors before
+/// Ballista plans the statement ([`LevelTraining`]).
 fn with_arbor(ctx: SessionContext) -> Result<SessionContext> {
     arbor_datafusion::register(&ctx);
     ctx.register_udaf(AggregateUDF::new_from_impl(TrainForest::distributed()));
-    Ok(ctx)
+    ctx.register_udaf(AggregateUDF::new_from_impl(TrainStep::new()));
+    let state = ctx.state();
+    let ballista = state.query_planner().clone();
+    let state = SessionStateBuilder::new_from_existing(state)
+        .with_query_planner(Arc::new(LevelTraining::new(ballista)))
+        .build();
+    Ok(SessionContext::new_with_state(state))
 }

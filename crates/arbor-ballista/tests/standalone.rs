@@ -88,24 +88,43 @@ async fn random_forest_trains_in_parts_and_scores_like_one_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn gradient_boosting_on_the_cluster_is_the_single_node_model() {
-    let split = diamonds(4);
+async fn gradient_boosting_trains_level_by_level_on_the_executors() {
+    let (four, three) = (diamonds(4), diamonds(3));
     let cluster = arbor_ballista::standalone(2).await.unwrap();
     let single = single_node();
-    register(&cluster, &split).await;
-    register(&single, &split).await;
-    let train = "SELECT train_forest(label, carat, cut, color, clarity, depth, \"table\", x, y, z, \
-                 'algorithm=gradient-boosting n_rounds=30 seed=3') AS model FROM train";
-    let on_cluster = model(&cluster, train).await;
-    let on_one_node = model(&single, train).await;
-    // The trees are the same; only the recorded Arrow types of the string
-    // features differ (Ballista reads strings as Utf8, DataFusion as Utf8View).
-    assert_eq!(on_cluster.trees(), on_one_node.trees(), "boosting sees every row in one place, in canonical order");
-    let test = common::read(&split.test);
+    register(&cluster, &four).await;
+    register(&single, &four).await;
+    let in_three = format!("CREATE EXTERNAL TABLE train3 STORED AS PARQUET LOCATION '{}/'", three.train.display());
+    query(&cluster, &in_three).await;
+    let features = "carat, cut, color, clarity, depth, \"table\", x, y, z";
+    let train = format!(
+        "SELECT train_forest(label, {features}, 'algorithm=gradient-boosting n_rounds=12 max_depth=5 seed=3') AS model FROM train"
+    );
+    let on_cluster = model(&cluster, &train).await;
+    assert_eq!(on_cluster.trees().len(), 12);
+    assert_eq!(on_cluster.training_rows(), four.train_rows as u64);
+    // The rows decide the model, not the files they come in.
+    let from_three = model(&cluster, &train.replace("FROM train", "FROM train3")).await;
+    assert_eq!(from_three.to_bytes(), on_cluster.to_bytes(), "four files or three, the same model");
+
+    // The executors score with it as it scores locally, and as accurately
+    // as the single-node model, which saw every row in one place.
+    let columns: Vec<String> = features.split(", ").map(|f| format!("t.{f}")).collect();
+    let scored = format!(
+        "WITH m AS ({train}) SELECT predict_forest(m.model, {}) AS p FROM test t CROSS JOIN m ORDER BY t.row_id",
+        columns.join(", ")
+    );
+    let on_executors = column_f64(&query(&cluster, &scored).await, 0);
+    let test = common::read(&four.test);
     let predict = |m: &Model| {
         column_f64(&[arrow::array::RecordBatch::try_from_iter([("p", m.predict(&test).unwrap())]).unwrap()], 0)
     };
-    assert_eq!(predict(&on_cluster), predict(&on_one_node));
+    assert_eq!(on_executors, predict(&on_cluster), "the model the cluster scores with is the model it returned");
+    let labels = column_f64(std::slice::from_ref(&test), test.schema().index_of("label").unwrap());
+    let rmse = |p: &[f64]| (p.iter().zip(&labels).map(|(p, y)| (p - y) * (p - y)).sum::<f64>() / p.len() as f64).sqrt();
+    let (cluster_rmse, single_rmse) = (rmse(&on_executors), rmse(&predict(&model(&single, &train).await)));
+    eprintln!("diamonds boosting RMSE: cluster {cluster_rmse:.5}, single node {single_rmse:.5}");
+    assert!((cluster_rmse - single_rmse).abs() <= 0.01 * single_rmse, "cluster {cluster_rmse}, one node {single_rmse}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

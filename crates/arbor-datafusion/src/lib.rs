@@ -12,6 +12,11 @@
 //! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text;
 //! - `forest_importance(model)`, a list of `{feature, importance}` structs (for `unnest`).
 //!
+//! For sessions whose tables are spread over many workers (a Ballista
+//! cluster), [`LevelTraining`] is a query planner that trains gradient
+//! boosting level by level over the partitions, through the internal
+//! aggregate [`TrainStep`] (`arbor_train_step`).
+//!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use datafusion::prelude::SessionContext;
@@ -25,16 +30,20 @@
 //! # });
 //! ```
 
+mod column_chunks;
 mod error;
 mod forest_importance;
 mod forest_info;
+pub mod level_training;
 mod model_argument;
 mod model_cache;
 pub mod model_column;
 mod predict_forest;
 mod sql_options;
 mod sql_reference;
+mod train_arguments;
 mod train_forest;
+mod train_step;
 
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
@@ -42,11 +51,13 @@ use datafusion::prelude::SessionContext;
 
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
+pub use level_training::LevelTraining;
 pub use model_cache::ModelCache;
 pub use model_column::{model_bytes, model_type, ModelKind};
 pub use predict_forest::{PredictForest, PredictOutput};
 pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};
 pub use train_forest::TrainForest;
+pub use train_step::{TrainStep, TRAIN_STEP};
 
 /// Every arbor scalar function, decoding models through one new cache (so a
 /// session decodes each model once, and no session's models answer for another's).

@@ -3,28 +3,25 @@
 //! Sample weights come from one of the arguments, named by the `weight`
 //! option: `train_forest(label, f1, f2, w, 'weight=w n_trees=50')`.
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{
-    default_task, Algorithm, ArborError, Model, NamedColumn, Task, TrainParams, Trainer, TrainingData,
-};
-use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, ListArray, RecordBatch};
+use arbor_ensemble::{default_task, Algorithm, ArborError, Model, Task, TrainParams, Trainer};
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
-use arrow::datatypes::{DataType, Field, FieldRef, Schema};
+use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::hash_utils::{create_hashes, RandomState};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
 use datafusion::error::Result;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, ColumnarValue, Documentation, Signature, Volatility};
-use datafusion::physical_expr::expressions::Literal;
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Signature, Volatility};
 
+use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
 use crate::model_column::{model_scalar, model_type, null_model_scalar};
-use crate::sql_options::{is_option_key, OnGroupError, TrainOptions};
+use crate::sql_options::{is_option_key, OnGroupError};
 use crate::sql_reference::DOC_SECTION;
+use crate::train_arguments::{training_data, TrainArguments};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
@@ -162,34 +159,9 @@ impl AggregateUDFImpl for TrainForest {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let mut n_data = args.exprs.len();
-        let mut options = TrainOptions::default();
-        if let Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) =
-            args.exprs.last().and_then(|e| constant(e, args.schema))
-        {
-            options = TrainOptions::parse(&s).plan(NAME)?;
-            n_data -= 1;
-        }
-        if n_data < 2 {
-            return plan_err!(
-                "train_forest takes a label and at least one feature: train_forest(label, feature, ... [, 'options'])"
-            );
-        }
-        let names: Vec<String> = args.expr_fields[..n_data].iter().map(|f| f.name().clone()).collect();
-        let types = args.expr_fields[..n_data].iter().map(|f| f.data_type().clone()).collect();
-        let weight = match options.weight {
-            None => None,
-            Some(w) => match names.iter().skip(1).position(|n| *n == w) {
-                Some(i) if n_data > 2 => Some(i + 1),
-                Some(_) => return plan_err!("train_forest: the weight '{w}' leaves no feature to train on"),
-                None => {
-                    return plan_err!(
-                        "train_forest: option 'weight': '{w}' is not a feature argument; arguments after the label: {}",
-                        names[1..].join(", ")
-                    )
-                }
-            },
-        };
+        let TrainArguments { names, types, weight, options } =
+            TrainArguments::read(args.exprs, args.expr_fields, args.schema)?;
+        let n_data = names.len();
         Ok(Box::new(TrainForestAccumulator {
             names,
             types,
@@ -247,16 +219,7 @@ struct TrainForestAccumulator {
 impl TrainForestAccumulator {
     /// Trains on the rows held, with `params`.
     fn fit(&mut self, params: TrainParams) -> std::result::Result<Model, ArborError> {
-        let feature_args: Vec<usize> = (1..self.names.len()).filter(|&i| Some(i) != self.weight).collect();
-        let columns = (|| {
-            let features = feature_args.into_iter().map(|i| self.column(i)).collect::<Result<Vec<_>>>()?;
-            let weight = self.weight.map(|i| self.column(i)).transpose()?;
-            Ok::<_, datafusion::error::DataFusionError>((self.column(0)?, features, weight))
-        })();
-        let (label, features, weight) = columns.map_err(|e| ArborError::Data(e.to_string()))?;
-        let types: HashMap<&str, &DataType> = self.names.iter().map(String::as_str).zip(&self.types).collect();
-        let data =
-            TrainingData::from_columns(label, features, weight, params.task, |n| types.get(n).map(|t| (*t).clone()))?;
+        let data = training_data(&self.names, &self.types, self.weight, &mut self.arrays, params.task, true)?;
         Ok(Trainer::new(params).fit_owned(data)?.model)
     }
 
@@ -332,10 +295,6 @@ impl TrainForestAccumulator {
         Model::merge_forests(parts, n_trees, self.params.forest.seed).exec(NAME)
     }
 
-    fn column(&mut self, i: usize) -> Result<NamedColumn> {
-        Ok(NamedColumn { name: self.names[i].clone(), arrays: self.arrays[i].compacted()? })
-    }
-
     /// The group as an error can tell it without its key: its row count and
     /// the arguments' values in one of its rows (the first to arrive).
     fn describe_group(&mut self) -> Result<String> {
@@ -362,82 +321,6 @@ fn shortened(value: &str) -> String {
     match value.char_indices().nth(MAX_CHARS) {
         Some((end, _)) => format!("{}...", &value[..end]),
         None => value.to_owned(),
-    }
-}
-
-/// One argument's rows: compact chunks, plus the arrays received since the last compaction.
-///
-/// Arrays handed to an accumulator are often slices of a larger batch (one
-/// slice per group under GROUP BY, one row each with `batch_size = 1`).
-/// Keeping them as they arrive would hold whole batches alive and cost an
-/// array header per row; copying them into chunks keeps memory proportional
-/// to the group's rows, which is what [`Accumulator::size`] reports to the pool.
-#[derive(Debug, Default, Clone)]
-struct ColumnChunks {
-    chunks: Vec<ArrayRef>,
-    pending: Vec<ArrayRef>,
-    pending_rows: usize,
-}
-
-impl ColumnChunks {
-    /// Arrays or rows received before they are copied into one chunk.
-    const MAX_PENDING_ARRAYS: usize = 64;
-    const MAX_PENDING_ROWS: usize = 1 << 16;
-
-    fn push(&mut self, array: ArrayRef) -> Result<()> {
-        if array.is_empty() {
-            return Ok(());
-        }
-        self.pending_rows += array.len();
-        self.pending.push(array);
-        if self.pending.len() >= Self::MAX_PENDING_ARRAYS || self.pending_rows >= Self::MAX_PENDING_ROWS {
-            self.compact()?;
-        }
-        Ok(())
-    }
-
-    /// Copies the pending arrays into one chunk.
-    fn compact(&mut self) -> Result<()> {
-        if !self.pending.is_empty() {
-            let refs: Vec<&dyn Array> = self.pending.iter().map(|a| a.as_ref()).collect();
-            self.chunks.push(concat(&refs)?);
-            self.pending.clear();
-            self.pending_rows = 0;
-        }
-        Ok(())
-    }
-
-    /// Every row, as compact chunks.
-    fn compacted(&mut self) -> Result<Vec<ArrayRef>> {
-        self.compact()?;
-        Ok(self.chunks.clone())
-    }
-
-    /// Bytes held: whole chunks, and the pending arrays' own rows (their
-    /// batches belong to whoever sliced them).
-    fn size(&self) -> usize {
-        let chunks: usize = self.chunks.iter().map(|a| a.get_array_memory_size()).sum();
-        let pending: usize = self
-            .pending
-            .iter()
-            .map(|a| a.to_data().get_slice_memory_size().unwrap_or_else(|_| a.get_array_memory_size()))
-            .sum();
-        chunks + pending + (self.chunks.capacity() + self.pending.capacity()) * std::mem::size_of::<ArrayRef>()
-    }
-}
-
-/// The value of a constant argument: a literal, or (where the expression
-/// arrives wrapped, as through the DataFusion FFI from datafusion-python) an
-/// expression that evaluates to a scalar without reading any row. A column
-/// evaluates to an array, so it is never taken for options.
-fn constant(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<ScalarValue> {
-    if let Some(literal) = expr.downcast_ref::<Literal>() {
-        return Some(literal.value().clone());
-    }
-    let empty = RecordBatch::new_empty(Arc::new(schema.clone()));
-    match expr.evaluate(&empty) {
-        Ok(ColumnarValue::Scalar(value)) => Some(value),
-        _ => None,
     }
 }
 

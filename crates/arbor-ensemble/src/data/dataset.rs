@@ -11,6 +11,23 @@ use crate::data::canonical_order::{canonical_order, SortKey};
 use crate::data::label::{default_task, read_label, LabelInfo, Target};
 use crate::{ArborError, Result, Task};
 
+/// The order training data keeps its rows in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowOrder {
+    /// Sorted by content, so that nothing depends on the order rows arrive in.
+    Canonical,
+    /// As given.
+    AsGiven,
+}
+
+/// Rows of a target.
+fn target_len(target: &Target) -> usize {
+    match target {
+        Target::Classes(c) => c.len(),
+        Target::Values(v) => v.len(),
+    }
+}
+
 /// Which column is the label, which are features, which holds sample weights.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ColumnRoles {
@@ -117,7 +134,7 @@ impl TrainingData {
             }
             None => None,
         };
-        Self::from_pending(label, label_type, pending, weight, task)
+        Self::from_pending(label, label_type, pending, weight, task, RowOrder::Canonical)
     }
 
     /// Reads training data from named columns. `declared_type` gives a column's
@@ -128,6 +145,31 @@ impl TrainingData {
         weight: Option<NamedColumn>,
         task: Option<Task>,
         declared_type: impl Fn(&str) -> Option<DataType>,
+    ) -> Result<TrainingData> {
+        Self::from_named(label, features, weight, task, declared_type, RowOrder::Canonical)
+    }
+
+    /// [`TrainingData::from_columns`] with the rows left in the order given:
+    /// for passes whose results do not depend on the order of the rows
+    /// (exact sums, a sample chosen by content), which need not pay for
+    /// the sort into canonical order. Not for training on.
+    pub fn from_columns_unsorted(
+        label: NamedColumn,
+        features: Vec<NamedColumn>,
+        weight: Option<NamedColumn>,
+        task: Option<Task>,
+        declared_type: impl Fn(&str) -> Option<DataType>,
+    ) -> Result<TrainingData> {
+        Self::from_named(label, features, weight, task, declared_type, RowOrder::AsGiven)
+    }
+
+    fn from_named(
+        label: NamedColumn,
+        features: Vec<NamedColumn>,
+        weight: Option<NamedColumn>,
+        task: Option<Task>,
+        declared_type: impl Fn(&str) -> Option<DataType>,
+        order: RowOrder,
     ) -> Result<TrainingData> {
         let type_of = |c: &NamedColumn| {
             c.arrays.first().map(|a| a.data_type().clone()).or_else(|| declared_type(&c.name)).unwrap_or(DataType::Null)
@@ -141,7 +183,7 @@ impl TrainingData {
             })
             .collect();
         let label_type = type_of(&label);
-        Self::from_pending(label, label_type, pending, weight, task)
+        Self::from_pending(label, label_type, pending, weight, task, order)
     }
 
     /// The common reader: features are read, checked and converted on their
@@ -152,6 +194,7 @@ impl TrainingData {
         features: Vec<PendingColumn<'_>>,
         weight: Option<NamedColumn>,
         task: Option<Task>,
+        order: RowOrder,
     ) -> Result<TrainingData> {
         if features.is_empty() {
             return Err(ArborError::Data("no feature columns: name at least one feature besides the label".into()));
@@ -218,31 +261,8 @@ impl TrainingData {
                 Ok(FeatureColumn::from_arrays(&f.name, &arrays)?)
             })
             .collect::<Result<Vec<_>>>()?;
-        // Features first, then the label and the weight: the keys of the canonical order.
-        let mut keys: Vec<SortKey<'_>> = columns
-            .iter()
-            .map(|c| match c {
-                FeatureColumn::Numeric(NumericValues::F32(values)) => SortKey::Floats(values),
-                FeatureColumn::Numeric(NumericValues::F64(values)) => SortKey::Numbers(values),
-                FeatureColumn::Categorical { bins, .. } => SortKey::Bins(bins),
-            })
-            .collect();
-        keys.push(match &target {
-            Target::Classes(c) => SortKey::Classes(c),
-            Target::Values(v) => SortKey::Numbers(v),
-        });
-        if let Some(w) = &weights {
-            keys.push(SortKey::Numbers(w));
-        }
-        let input_row = canonical_order(&keys);
-        let target = match target {
-            Target::Classes(c) => Target::Classes(gather(&c, &input_row)),
-            Target::Values(v) => Target::Values(gather(&v, &input_row)),
-        };
-        let weights = weights.map(|w| gather(&w, &input_row));
-        // One column at a time, each dropped once gathered.
-        let columns = columns.into_iter().map(|c| c.gather(&input_row)).collect();
-        Ok(TrainingData {
+        let input_row = (0..target_len(&target) as u32).collect();
+        let data = TrainingData {
             task,
             label: label_info,
             target,
@@ -251,7 +271,43 @@ impl TrainingData {
             weights,
             skipped_null_labels: skipped,
             input_row,
+        };
+        Ok(match order {
+            RowOrder::Canonical => data.sorted(),
+            RowOrder::AsGiven => data,
         })
+    }
+
+    /// The rows sorted into the canonical order (rows as given before).
+    fn sorted(self) -> TrainingData {
+        // Features first, then the label and the weight: the keys of the canonical order.
+        let input_row = {
+            let mut keys: Vec<SortKey<'_>> = self
+                .columns
+                .iter()
+                .map(|c| match c {
+                    FeatureColumn::Numeric(NumericValues::F32(values)) => SortKey::Floats(values),
+                    FeatureColumn::Numeric(NumericValues::F64(values)) => SortKey::Numbers(values),
+                    FeatureColumn::Categorical { bins, .. } => SortKey::Bins(bins),
+                })
+                .collect();
+            keys.push(match &self.target {
+                Target::Classes(c) => SortKey::Classes(c),
+                Target::Values(v) => SortKey::Numbers(v),
+            });
+            if let Some(w) = &self.weights {
+                keys.push(SortKey::Numbers(w));
+            }
+            canonical_order(&keys)
+        };
+        let target = match self.target {
+            Target::Classes(c) => Target::Classes(gather(&c, &input_row)),
+            Target::Values(v) => Target::Values(gather(&v, &input_row)),
+        };
+        let weights = self.weights.map(|w| gather(&w, &input_row));
+        // One column at a time, each dropped once gathered.
+        let columns = self.columns.into_iter().map(|c| c.gather(&input_row)).collect();
+        TrainingData { target, weights, columns, input_row, ..self }
     }
 
     /// Per-row values in training order, put back into input order.

@@ -111,17 +111,23 @@ impl Tree {
     /// (NaN when missing).
     #[inline]
     pub fn leaf(&self, value: impl Fn(usize) -> f64) -> usize {
-        let mut i = 0;
-        loop {
-            match &self.nodes[i] {
-                Node::Leaf { value } => return *value as usize,
-                Node::Split { feature, test, default_left, left, right } => {
-                    let x = value(*feature as usize);
-                    let go_left = if x.is_nan() { *default_left } else { test.goes_left(x) };
-                    i = if go_left { *left } else { *right } as usize;
-                }
-            }
+        match self.nodes[self.node_reached(value)] {
+            Node::Leaf { value } => value as usize,
+            Node::Split { .. } => unreachable!("the walk ends at a leaf"),
         }
+    }
+
+    /// Index of the leaf node a row reaches (see [`Tree::leaf`]): in a tree
+    /// still growing, the node it waits in.
+    #[inline]
+    pub fn node_reached(&self, value: impl Fn(usize) -> f64) -> usize {
+        let mut i = 0;
+        while let Node::Split { feature, test, default_left, left, right } = &self.nodes[i] {
+            let x = value(*feature as usize);
+            let go_left = if x.is_nan() { *default_left } else { test.goes_left(x) };
+            i = if go_left { *left } else { *right } as usize;
+        }
+        i
     }
 
     /// Node count, leaf count and depth.

@@ -22,7 +22,10 @@ use crate::train::grower::{
 };
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
-use crate::{Algorithm, ArborError, ImportanceKind, Loss, Progress, Result, TrainParams, Voting, TRAIN_LOSS_EVERY};
+use crate::{
+    Algorithm, ArborError, BoostingParams, ImportanceKind, Loss, Progress, Result, TrainParams, Voting,
+    TRAIN_LOSS_EVERY,
+};
 
 /// The random stream that holds rows out for early stopping (tree streams use 0, 1, ...).
 const VALIDATION_STREAM: usize = usize::MAX;
@@ -126,26 +129,7 @@ fn boost(
         Some(values) => values[f][usize::from(bin_of(&matrix, row_bins.as_ref(), f, r))],
         None => columns.get()[f].raw_value(r),
     };
-    let settings = GrowSettings {
-        criterion: Criterion::Newton { lambda: bp.lambda },
-        constraints: SplitConstraints {
-            min_samples_leaf: bp.min_samples_leaf as f64,
-            min_weight_leaf: 0.0,
-            min_samples_category: bp.min_samples_category as f64,
-            category_charge: 0.0,
-        },
-        category_penalty: bp.category_penalty,
-        max_depth: bp.max_depth,
-        min_samples_split: 2.0,
-        features_per_node,
-        impurity_threshold: 0.0,
-        // Gains are G²/(H+λ) sums, twice seed 004's loss reduction; a split must reduce the loss.
-        min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
-        leaf_scale: bp.learning_rate,
-        random_splitter: false,
-        max_leaf_nodes: 0,
-        fork_min_rows: FORK_MIN_ROWS,
-    };
+    let settings = grow_settings(bp, features_per_node);
 
     let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);
     let mut covers: Vec<Vec<f32>> = Vec::with_capacity(bp.n_rounds * outputs);
@@ -260,6 +244,31 @@ fn boost(
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
         cover: Some(NodeCover::new(covers)),
     })
+}
+
+/// The grower's settings for boosting's trees: Newton gains with `lambda`,
+/// leaves shrunk by the learning rate, a split only where it reduces the loss.
+pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> GrowSettings {
+    GrowSettings {
+        criterion: Criterion::Newton { lambda: bp.lambda },
+        constraints: SplitConstraints {
+            min_samples_leaf: bp.min_samples_leaf as f64,
+            min_weight_leaf: 0.0,
+            min_samples_category: bp.min_samples_category as f64,
+            category_charge: 0.0,
+        },
+        category_penalty: bp.category_penalty,
+        max_depth: bp.max_depth,
+        min_samples_split: 2.0,
+        features_per_node,
+        impurity_threshold: 0.0,
+        // Gains are G²/(H+λ) sums, twice seed 004's loss reduction; a split must reduce the loss.
+        min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
+        leaf_scale: bp.learning_rate,
+        random_splitter: false,
+        max_leaf_nodes: 0,
+        fork_min_rows: FORK_MIN_ROWS,
+    }
 }
 
 /// Where one tree's derivatives are written before it grows: packed with

@@ -5,9 +5,11 @@
 //! ([`importance`]) and the progress they report ([`progress`]).
 
 pub(crate) mod boosting;
+pub(crate) mod exact_histograms;
 pub(crate) mod forest;
 pub(crate) mod grower;
 pub(crate) mod importance;
+pub(crate) mod level_boosting;
 pub(crate) mod loss;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;

@@ -29,6 +29,9 @@ mod search;
 mod split;
 mod strategy;
 
+pub(crate) use search::offer;
+pub(crate) use split::categories_test;
+
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;
 
@@ -70,6 +73,26 @@ pub(crate) struct GrowSettings {
     /// Depth-first growth scanning every feature: split nodes of this many
     /// rows or more grow their subtrees in parallel ([`FORK_MIN_ROWS`]).
     pub fork_min_rows: usize,
+}
+
+impl GrowSettings {
+    /// Whether a node of `count` rows and `weight` at `depth` may split at
+    /// all (seed 000 "Termination Criteria": depth, node and leaf sizes).
+    pub(crate) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
+        (self.max_depth == 0 || depth < self.max_depth)
+            && count >= self.min_samples_split
+            && count >= 2.0 * self.constraints.min_samples_leaf
+            && weight >= 2.0 * self.constraints.min_weight_leaf
+    }
+
+    /// Whether subset splits are charged at all: a penalty is set, splits
+    /// are searched (not drawn), and some feature has more than
+    /// `UNCHARGED_DEGREES + 1` categories.
+    pub(crate) fn charges_categories(&self, mappers: &[arbor_quantize::BinMapper]) -> bool {
+        self.category_penalty > 0.0
+            && !self.random_splitter
+            && mappers.iter().any(|m| m.is_categorical() && m.n_bins() > UNCHARGED_DEGREES + 2)
+    }
 }
 
 /// A grown tree and what training learns from it besides its structure.
@@ -303,12 +326,7 @@ pub(crate) fn grow_tree(
         packed
     });
     // Subset splits are charged only beyond UNCHARGED_DEGREES + 1 categories.
-    let chargeable = settings.category_penalty > 0.0
-        && !settings.random_splitter
-        && (0..n_features).any(|f| {
-            let mapper = matrix.mapper(f);
-            mapper.is_categorical() && mapper.n_bins() > UNCHARGED_DEGREES + 2
-        });
+    let chargeable = settings.charges_categories(matrix.mappers());
     // One buffer for every partition of the rows, lent in pieces as they are.
     let mut scratch = if records.is_some() { Vec::new() } else { vec![0; n] };
     let mut grower = Grower {
@@ -578,7 +596,7 @@ fn variance_until(y: &[f64], rows: &[u32], weights: &[f64], mean: f64, w: f64, s
     arbor_kernels::variance_until(terms, mean, w, stop)
 }
 
-fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f64, values: &mut Vec<f64>) {
+pub(crate) fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f64, values: &mut Vec<f64>) {
     let (_, w) = count_weight(stats, criterion);
     match (target, criterion) {
         (Target::Classes { n_classes, .. }, _) => {

@@ -28,11 +28,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     }
 
     pub(super) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
-        let s = self.data.settings;
-        (s.max_depth == 0 || depth < s.max_depth)
-            && count >= s.min_samples_split
-            && count >= 2.0 * s.constraints.min_samples_leaf
-            && weight >= 2.0 * s.constraints.min_weight_leaf
+        self.data.settings.may_split(count, weight, depth)
     }
 
     /// Finds a node's split: `best` is `None` when the node must be a leaf.
@@ -273,7 +269,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 /// the settings' own constraints carry none) has its charge scaled by the
 /// node's noise, which `noise` finds once into `unit`, and only when the
 /// split's gain could beat the best merit so far (a charge only lowers it).
-fn offer(
+pub(crate) fn offer(
     best: &mut Option<(usize, SplitCandidate)>,
     f: usize,
     mut candidate: SplitCandidate,

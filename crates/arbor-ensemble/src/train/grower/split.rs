@@ -26,13 +26,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             SplitRule::Threshold { bin, missing_left } => {
                 (SplitTest::LessOrEqual(self.threshold(f, *bin, p.start..mid, mid..p.end)), *missing_left)
             }
-            SplitRule::Categories { goes_left } => {
-                let mut words = vec![0u64; goes_left.len().div_ceil(64)];
-                for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
-                    words[b / 64] |= 1 << (b % 64);
-                }
-                (SplitTest::InCategories(words), goes_left[0])
-            }
+            SplitRule::Categories { goes_left } => categories_test(goes_left),
         };
         let left = self.tree.nodes.len();
         self.tree.nodes.push(Node::Leaf { value: 0 });
@@ -172,4 +166,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             self.tree.leaves.push((offset, p.start..p.end));
         }
     }
+}
+
+/// The test of a categorical split that sends bins `b` with `goes_left[b]`
+/// left, and where missing values go (bin 0's flag).
+pub(crate) fn categories_test(goes_left: &[bool]) -> (SplitTest, bool) {
+    let mut words = vec![0u64; goes_left.len().div_ceil(64)];
+    for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
+        words[b / 64] |= 1 << (b % 64);
+    }
+    (SplitTest::InCategories(words), goes_left[0])
 }

@@ -1,0 +1,198 @@
+//! Data-parallel gradient boosting for sessions whose tables are spread
+//! over many workers (a Ballista cluster): a query planner that trains a
+//! `train_forest(..., 'algorithm=gradient-boosting ...')` without GROUP BY
+//! level by level before the statement runs.
+//!
+//! The planner wraps another (Ballista's, or DataFusion's own). For each
+//! such aggregate in a statement it runs one small query per step through
+//! the wrapped planner: `SELECT arbor_train_step(<state>, label, features...)
+//! FROM <the aggregate's input>`, first to summarize the rows, then once per
+//! tree level. Every partition sums its own rows; only summaries and
+//! histograms move. The finished model then replaces the aggregate as a
+//! literal, and the statement runs as written around it. Options that need
+//! every row in one place, a single class or no rows leave the aggregate to
+//! train as it always does.
+
+use std::sync::Arc;
+
+use arbor_ensemble::{Algorithm, LevelBoosting, TrainParams};
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::DataType;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{exec_err, DFSchema, ScalarValue};
+use datafusion::error::Result;
+use datafusion::execution::context::QueryPlanner;
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{Aggregate, AggregateUDF, EmptyRelation, Expr, LogicalPlan, Projection};
+use datafusion::physical_plan::{collect, ExecutionPlan};
+
+use crate::error::FunctionError;
+use crate::model_column::model_scalar;
+use crate::sql_options::TrainOptions;
+use crate::train_step::{StepOutcome, TrainStep};
+
+/// The name errors give: what the user called.
+const NAME: &str = "train_forest";
+
+/// A query planner that trains gradient boosting level by level over the
+/// partitions of its input (see the module's documentation), then plans
+/// the statement with the planner it wraps.
+#[derive(Debug)]
+pub struct LevelTraining {
+    inner: Arc<dyn QueryPlanner + Send + Sync>,
+    step: Arc<AggregateUDF>,
+}
+
+impl LevelTraining {
+    /// A planner that trains level by level, then plans with `inner`.
+    pub fn new(inner: Arc<dyn QueryPlanner + Send + Sync>) -> LevelTraining {
+        LevelTraining { inner, step: Arc::new(AggregateUDF::new_from_impl(TrainStep::new())) }
+    }
+
+    /// `plan` with every aggregate that trains level by level replaced by its model.
+    async fn train_in(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<LogicalPlan> {
+        if matches!(plan, LogicalPlan::Explain(_) | LogicalPlan::Analyze(_)) {
+            return Ok(plan.clone());
+        }
+        let mut found = Vec::new();
+        plan.apply(|node| {
+            if let LogicalPlan::Aggregate(aggregate) = node {
+                if let Some(call) = LevelCall::of(aggregate) {
+                    found.push((aggregate.clone(), call));
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        let mut trained = Vec::new();
+        for (aggregate, call) in found {
+            if let Some(replacement) = self.train(&aggregate, call, session).await? {
+                trained.push((aggregate, replacement));
+            }
+        }
+        if trained.is_empty() {
+            return Ok(plan.clone());
+        }
+        let rewritten = plan.clone().transform_up(|node| {
+            if let LogicalPlan::Aggregate(aggregate) = &node {
+                if let Some((_, replacement)) = trained.iter().find(|(a, _)| a == aggregate) {
+                    return Ok(Transformed::yes(replacement.clone()));
+                }
+            }
+            Ok(Transformed::no(node))
+        })?;
+        Ok(rewritten.data)
+    }
+
+    /// Trains one aggregate's model level by level: the plan that gives it
+    /// as a literal, or `None` when it must train on one node.
+    async fn train(
+        &self,
+        aggregate: &Aggregate,
+        call: LevelCall,
+        session: &dyn Session,
+    ) -> Result<Option<LogicalPlan>> {
+        let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {
+            StepOutcome::Grow(state) => state,
+            StepOutcome::OneNode(_) => return Ok(None),
+        };
+        while !state.is_done() {
+            state = match self.step(aggregate, &call, state.to_bytes(), session).await? {
+                StepOutcome::Grow(state) => state,
+                StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
+            };
+        }
+        let model = state.into_model(&call.params).exec(NAME)?;
+        let field = aggregate.schema.field(0);
+        let DataType::Struct(fields) = field.data_type() else {
+            return exec_err!("{NAME}: the aggregate was planned as {}, not a model column", field.data_type());
+        };
+        let planned = fields.iter().find(|f| f.name() == "prediction").map(|f| f.data_type().clone());
+        let predicts = model.prediction_type().exec(NAME)?;
+        if planned.as_ref() != Some(&predicts) {
+            return exec_err!("{NAME}: the model predicts {predicts}, but the query was planned for {planned:?}");
+        }
+        let literal = Expr::Literal(model_scalar(model.to_bytes(), &predicts)?, None).alias(field.name());
+        let one_row =
+            LogicalPlan::EmptyRelation(EmptyRelation { produce_one_row: true, schema: Arc::new(DFSchema::empty()) });
+        let projection = Projection::try_new_with_schema(vec![literal], Arc::new(one_row), aggregate.schema.clone())?;
+        Ok(Some(LogicalPlan::Projection(projection)))
+    }
+
+    /// Runs one step over the aggregate's input: `state` empty for the summary.
+    async fn step(
+        &self,
+        aggregate: &Aggregate,
+        call: &LevelCall,
+        state: Vec<u8>,
+        session: &dyn Session,
+    ) -> Result<StepOutcome> {
+        let args =
+            std::iter::once(Expr::Literal(ScalarValue::Binary(Some(state)), None)).chain(call.args.iter().cloned());
+        let step = Expr::AggregateFunction(AggregateFunction::new_udf(
+            self.step.clone(),
+            args.collect(),
+            false,
+            None,
+            vec![],
+            None,
+        ));
+        let plan = LogicalPlan::Aggregate(Aggregate::try_new(aggregate.input.clone(), vec![], vec![step])?);
+        let exec = self.inner.create_physical_plan(&plan, session).await?;
+        let batches = collect(exec, session.task_ctx()).await?;
+        let Some(bytes) = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
+            let column = b.column(0).as_binary_opt::<i32>()?;
+            column.is_valid(0).then(|| column.value(0).to_vec())
+        }) else {
+            return exec_err!("{NAME}: a training step returned no result");
+        };
+        StepOutcome::from_bytes(&bytes).exec(NAME)
+    }
+}
+
+#[async_trait]
+impl QueryPlanner for LevelTraining {
+    async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        let plan = self.train_in(plan, session).await?;
+        self.inner.create_physical_plan(&plan, session).await
+    }
+}
+
+/// A `train_forest` call that trains level by level: its arguments and options.
+struct LevelCall {
+    args: Vec<Expr>,
+    params: TrainParams,
+}
+
+impl LevelCall {
+    /// The call an aggregate makes, if it is one `train_forest` without
+    /// GROUP BY, DISTINCT, FILTER or ORDER BY, whose options ask for
+    /// gradient boosting that can train level by level.
+    fn of(aggregate: &Aggregate) -> Option<LevelCall> {
+        if !aggregate.group_expr.is_empty() || aggregate.aggr_expr.len() != 1 {
+            return None;
+        }
+        let mut expr = &aggregate.aggr_expr[0];
+        while let Expr::Alias(alias) = expr {
+            expr = &alias.expr;
+        }
+        let Expr::AggregateFunction(AggregateFunction { func, params }) = expr else { return None };
+        if func.name() != NAME || params.distinct || params.filter.is_some() || !params.order_by.is_empty() {
+            return None;
+        }
+        let Some(Expr::Literal(
+            ScalarValue::Utf8(Some(options))
+            | ScalarValue::Utf8View(Some(options))
+            | ScalarValue::LargeUtf8(Some(options)),
+            _,
+        )) = params.args.last()
+        else {
+            return None;
+        };
+        let options = TrainOptions::parse(options).ok()?;
+        let boosting = options.params.algorithm.0 == Algorithm::GradientBoosting;
+        (boosting && LevelBoosting::unsupported(&options.params).is_none())
+            .then(|| LevelCall { args: params.args.clone(), params: options.params })
+    }
+}

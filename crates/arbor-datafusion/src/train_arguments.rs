@@ -1,0 +1,115 @@
+//! What a training aggregate is given: label, features, sample weights and
+//! options, read once when it is planned, and its rows read as training data.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arbor_ensemble::{ArborError, NamedColumn, Task, TrainingData};
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, FieldRef, Schema};
+use datafusion::common::{plan_err, ScalarValue};
+use datafusion::error::Result;
+use datafusion::logical_expr::ColumnarValue;
+use datafusion::physical_expr::expressions::Literal;
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::column_chunks::ColumnChunks;
+use crate::error::FunctionError;
+use crate::sql_options::TrainOptions;
+
+/// The function's name, in its errors.
+const NAME: &str = "train_forest";
+
+/// `train_forest`'s arguments: the data arguments' names and types (label
+/// first), which of them holds sample weights, and the parsed options.
+pub(crate) struct TrainArguments {
+    pub names: Vec<String>,
+    pub types: Vec<DataType>,
+    pub weight: Option<usize>,
+    pub options: TrainOptions,
+}
+
+impl TrainArguments {
+    /// Reads the arguments `exprs` (of `fields`, over `schema`): a trailing
+    /// string literal is the options; the weight option must name a
+    /// feature argument and leave another.
+    pub(crate) fn read(
+        exprs: &[Arc<dyn PhysicalExpr>],
+        fields: &[FieldRef],
+        schema: &Schema,
+    ) -> Result<TrainArguments> {
+        let mut n_data = exprs.len();
+        let mut options = TrainOptions::default();
+        if let Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) =
+            exprs.last().and_then(|e| constant(e, schema))
+        {
+            options = TrainOptions::parse(&s).plan(NAME)?;
+            n_data -= 1;
+        }
+        if n_data < 2 {
+            return plan_err!(
+                "train_forest takes a label and at least one feature: train_forest(label, feature, ... [, 'options'])"
+            );
+        }
+        let names: Vec<String> = fields[..n_data].iter().map(|f| f.name().clone()).collect();
+        let types: Vec<DataType> = fields[..n_data].iter().map(|f| f.data_type().clone()).collect();
+        let weight = match options.weight.clone() {
+            None => None,
+            Some(w) => match names.iter().skip(1).position(|n| *n == w) {
+                Some(i) if n_data > 2 => Some(i + 1),
+                Some(_) => return plan_err!("train_forest: the weight '{w}' leaves no feature to train on"),
+                None => {
+                    return plan_err!(
+                        "train_forest: option 'weight': '{w}' is not a feature argument; arguments after the label: {}",
+                        names[1..].join(", ")
+                    )
+                }
+            },
+        };
+        Ok(TrainArguments { names, types, weight, options })
+    }
+}
+
+/// The rows held for arguments `names` (of `types`, the label first,
+/// argument `weight` the sample weights) as training data: in canonical
+/// order when `sorted` (to train on), as held otherwise (to sum).
+pub(crate) fn training_data(
+    names: &[String],
+    types: &[DataType],
+    weight: Option<usize>,
+    arrays: &mut [ColumnChunks],
+    task: Option<Task>,
+    sorted: bool,
+) -> std::result::Result<TrainingData, ArborError> {
+    let mut column = |i: usize| -> Result<NamedColumn> {
+        Ok(NamedColumn { name: names[i].clone(), arrays: arrays[i].compacted()? })
+    };
+    let columns = (|| {
+        let feature_args: Vec<usize> = (1..names.len()).filter(|&i| Some(i) != weight).collect();
+        let features = feature_args.into_iter().map(&mut column).collect::<Result<Vec<_>>>()?;
+        let weight = weight.map(&mut column).transpose()?;
+        Ok::<_, datafusion::error::DataFusionError>((column(0)?, features, weight))
+    })();
+    let (label, features, weight) = columns.map_err(|e| ArborError::Data(e.to_string()))?;
+    let types: HashMap<&str, &DataType> = names.iter().map(String::as_str).zip(types).collect();
+    let declared = |n: &str| types.get(n).map(|t| (*t).clone());
+    match sorted {
+        true => TrainingData::from_columns(label, features, weight, task, declared),
+        false => TrainingData::from_columns_unsorted(label, features, weight, task, declared),
+    }
+}
+
+/// The value of a constant argument: a literal, or (where the expression
+/// arrives wrapped, as through the DataFusion FFI from datafusion-python) an
+/// expression that evaluates to a scalar without reading any row. A column
+/// evaluates to an array, so it is never taken for options.
+pub(crate) fn constant(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<ScalarValue> {
+    if let Some(literal) = expr.downcast_ref::<Literal>() {
+        return Some(literal.value().clone());
+    }
+    let empty = RecordBatch::new_empty(Arc::new(schema.clone()));
+    match expr.evaluate(&empty) {
+        Ok(ColumnarValue::Scalar(value)) => Some(value),
+        _ => None,
+    }
+}

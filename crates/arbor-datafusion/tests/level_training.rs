@@ -1,0 +1,194 @@
+//! Gradient boosting trained level by level over a table's partitions (the
+//! planner a cluster session uses), in one process: the model does not
+//! depend on the partitions, fits as the single-node model does, and the
+//! planner leaves alone what it does not train.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arbor_datafusion::LevelTraining;
+use arbor_ensemble::Model;
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::Float64Type;
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::error::Result;
+use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
+}
+
+/// Counts the plans made through it: one per query, one per training step.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn QueryPlanner + Send + Sync>,
+    plans: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl QueryPlanner for Counting {
+    async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        self.plans.fetch_add(1, Ordering::Relaxed);
+        self.inner.create_physical_plan(plan, session).await
+    }
+}
+
+/// A session of `partitions` partitions whose planner trains level by
+/// level, and the count of plans it makes.
+fn level_session(partitions: usize) -> (SessionContext, Arc<AtomicUsize>) {
+    let config = SessionConfig::new().with_target_partitions(partitions);
+    let state = SessionStateBuilder::new().with_default_features().with_config(config).build();
+    let plans = Arc::new(AtomicUsize::new(0));
+    let counting = Counting { inner: state.query_planner().clone(), plans: plans.clone() };
+    let state = SessionStateBuilder::new_from_existing(state)
+        .with_query_planner(Arc::new(LevelTraining::new(Arc::new(counting))))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    arbor_datafusion::register(&ctx);
+    (ctx, plans)
+}
+
+fn single_session() -> SessionContext {
+    let ctx = SessionContext::new();
+    arbor_datafusion::register(&ctx);
+    ctx
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")).collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// The `train` table: the first `rows` of `set`'s training rows, spread
+/// round-robin over the session's partitions, and its `test` table.
+async fn register(ctx: &SessionContext, set: &str, rows: usize) {
+    let path = data(&format!("{set}_train.parquet"));
+    query(ctx, &format!("CREATE EXTERNAL TABLE raw STORED AS PARQUET LOCATION '{}'", path.display())).await;
+    let partitions = ctx.state().config().target_partitions();
+    let train = ctx
+        .table("raw")
+        .await
+        .unwrap()
+        .limit(0, Some(rows))
+        .unwrap()
+        .repartition(datafusion::logical_expr::Partitioning::RoundRobinBatch(partitions))
+        .unwrap();
+    ctx.register_table("train", train.into_view()).unwrap();
+    let test = data(&format!("{set}_test.parquet"));
+    query(ctx, &format!("CREATE EXTERNAL TABLE test STORED AS PARQUET LOCATION '{}'", test.display())).await;
+}
+
+async fn model(ctx: &SessionContext, sql: &str) -> Model {
+    let batches = query(ctx, sql).await;
+    Model::from_bytes(arbor_datafusion::model_bytes(batches[0].column(0).as_ref(), 0).expect("a model")).unwrap()
+}
+
+/// `sql`'s first column as floats.
+async fn floats(ctx: &SessionContext, sql: &str) -> Vec<f64> {
+    let batches = query(ctx, sql).await;
+    batches
+        .iter()
+        .flat_map(|b| {
+            let column = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Float64).unwrap();
+            column.as_primitive::<Float64Type>().values().to_vec()
+        })
+        .collect()
+}
+
+const DIAMONDS: &str = "carat, cut, color, clarity, depth, \"table\", x, y, z";
+
+/// `metric` over the test rows, `PREDICTION` standing for the prediction of the model in table `m`.
+fn scored(features: &str, metric: &str) -> String {
+    let columns: Vec<String> = features.split(", ").map(|f| format!("t.{f}")).collect();
+    let prediction = format!("predict_forest(m.model, {})", columns.join(", "));
+    format!("SELECT {} FROM test t CROSS JOIN m", metric.replace("PREDICTION", &prediction))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
+    let train = format!(
+        "SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=10 max_depth=4') AS model FROM train"
+    );
+    let (four, plans) = level_session(4);
+    register(&four, "diamonds_reg", 50_000).await;
+    let before = plans.load(Ordering::Relaxed);
+    query(&four, &format!("CREATE TABLE m AS {train}")).await;
+    // A summary, then one step per level (at most 4 per round), and the statement's own plans.
+    let steps = plans.load(Ordering::Relaxed) - before;
+    assert!((12..=44).contains(&steps), "{steps} plans");
+    let on_four = model(&four, "SELECT model FROM m").await;
+    assert_eq!(on_four.trees().len(), 10);
+    assert_eq!(on_four.training_rows(), 43_152);
+
+    let (three, _) = level_session(3);
+    register(&three, "diamonds_reg", 50_000).await;
+    let on_three = model(&three, &train).await;
+    assert_eq!(on_three.to_bytes(), on_four.to_bytes(), "the model depends on the rows, not the partitions");
+
+    // As accurate as the single-node model, which sums in canonical order.
+    let single = single_session();
+    register(&single, "diamonds_reg", 50_000).await;
+    let rmse = "sqrt(avg(power(PREDICTION - t.label, 2)))";
+    query(&single, &format!("CREATE TABLE m AS {train}")).await;
+    let level_rmse = floats(&four, &scored(DIAMONDS, rmse)).await[0];
+    let single_rmse = floats(&single, &scored(DIAMONDS, rmse)).await[0];
+    eprintln!("diamonds boosting RMSE: level-wise {level_rmse:.5}, single node {single_rmse:.5}");
+    assert!((level_rmse - single_rmse).abs() <= 0.01 * single_rmse, "{level_rmse} against {single_rmse}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn boosted_classes_are_as_accurate_as_on_one_node() {
+    let features = "month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time, carrier, origin, dest, distance, hour, minute";
+    let train = format!(
+        "SELECT train_forest(label, {features}, 'algorithm=gradient-boosting n_rounds=10') AS model FROM train"
+    );
+    let (level, _) = level_session(4);
+    let single = single_session();
+    register(&level, "flights_cls", 60_000).await;
+    register(&single, "flights_cls", 60_000).await;
+    let accuracy = "avg(CASE WHEN PREDICTION = t.label THEN 1.0 ELSE 0.0 END)";
+    query(&level, &format!("CREATE TABLE m AS {train}")).await;
+    query(&single, &format!("CREATE TABLE m AS {train}")).await;
+    let level_accuracy = floats(&level, &scored(features, accuracy)).await[0];
+    let single_accuracy = floats(&single, &scored(features, accuracy)).await[0];
+    eprintln!("flights boosting accuracy: level-wise {level_accuracy:.4}, single node {single_accuracy:.4}");
+    assert!((level_accuracy - single_accuracy).abs() <= 0.002, "{level_accuracy} against {single_accuracy}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_levels_cannot_train_trains_as_before() {
+    let (level, plans) = level_session(4);
+    let single = single_session();
+    register(&level, "diamonds_reg", 50_000).await;
+    register(&single, "diamonds_reg", 50_000).await;
+    // Forests, row sampling and GROUP BY are the single-node models, planned once.
+    for train in [
+        format!("SELECT train_forest(label, {DIAMONDS}, 'n_trees=4') AS model FROM train"),
+        format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3 sample_fraction=0.5') AS model FROM train"),
+        format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3') AS model FROM train GROUP BY cut ORDER BY cut LIMIT 1"),
+    ] {
+        let before = plans.load(Ordering::Relaxed);
+        let (a, b) = (model(&level, &train).await, model(&single, &train).await);
+        assert_eq!(plans.load(Ordering::Relaxed), before + 1, "{train}");
+        assert_eq!(a.trees(), b.trees(), "{train}");
+    }
+    // Bad rows fail the statement with the single-node error.
+    let nan = format!(
+        "SELECT train_forest(CASE WHEN carat > 2 THEN CAST('NaN' AS DOUBLE) ELSE label END, {DIAMONDS}, \
+         'algorithm=gradient-boosting n_rounds=3') FROM train"
+    );
+    let error = level.sql(&nan).await.unwrap().collect().await.unwrap_err().to_string();
+    let expected = single.sql(&nan).await.unwrap().collect().await.unwrap_err().to_string();
+    assert!(error.contains("NaN") && expected.contains("NaN"), "{error}\n{expected}");
+    // An empty table gives the NULL model, as on one node.
+    let empty = format!(
+        "SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting') AS model FROM train WHERE carat < 0"
+    );
+    let batches = query(&level, &empty).await;
+    assert!(batches[0].column(0).is_null(0));
+}

@@ -1,0 +1,259 @@
+//! Gradient histograms whose sums are exact. Data-parallel boosting sums
+//! them across a cluster's partitions. Each row's count, gradient, hessian
+//! and squared gradient is rounded once to a multiple of 2^-40 and added as
+//! a 128-bit integer. Partial histograms built on any split of the rows, in
+//! any order, therefore merge into the same bits, and so the model depends
+//! on the rows alone, not on partitions, files, executors or retried tasks.
+
+use arbor_kernels::Criterion;
+
+use crate::{ArborError, Result};
+
+/// Fraction bits of the fixed-point values: a row's gradient is kept to
+/// 2^-40 (about 1e-12), far below what a split's gain can tell apart.
+pub(crate) const FRACTION_BITS: i32 = 40;
+
+/// Sums per bin: the row count, the gradient, the hessian and the squared
+/// gradient (the last gives a node's noise, which prices subset splits of
+/// many categories).
+const LANES: usize = 4;
+
+/// Exact sums of every open node's rows, per feature and bin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ExactHistograms {
+    /// Where each feature's bins start, in bins, and (last) their total.
+    offsets: Vec<usize>,
+    nodes: usize,
+    /// `nodes × total bins × LANES`, node-major, then bin-major.
+    sums: Vec<i128>,
+}
+
+/// `x` as a fixed-point integer (finite values only: labels and scores are
+/// checked before gradients are taken).
+pub(crate) fn fixed(x: f64) -> i128 {
+    (x * f64::powi(2.0, FRACTION_BITS)).round() as i128
+}
+
+/// A fixed-point sum back as a float.
+pub(crate) fn float(sum: i128) -> f64 {
+    sum as f64 * f64::powi(2.0, -FRACTION_BITS)
+}
+
+impl ExactHistograms {
+    /// Empty histograms for `nodes` open nodes over features of these bin counts.
+    pub(crate) fn new(bins_per_feature: &[usize], nodes: usize) -> ExactHistograms {
+        let mut offsets = Vec::with_capacity(bins_per_feature.len() + 1);
+        let mut total = 0;
+        offsets.push(0);
+        for &bins in bins_per_feature {
+            total += bins;
+            offsets.push(total);
+        }
+        ExactHistograms { offsets, nodes, sums: vec![0; nodes * total * LANES] }
+    }
+
+    /// The open nodes summed.
+    pub(crate) fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    fn total_bins(&self) -> usize {
+        *self.offsets.last().expect("offsets start with 0")
+    }
+
+    /// Adds one row, in open node `node`, with bin `bins[f]` of each feature.
+    pub(crate) fn add_row(&mut self, node: usize, bins: &[u16], grad: f64, hess: f64) {
+        let lanes = [fixed(1.0), fixed(grad), fixed(hess), fixed(grad * grad)];
+        let base = node * self.total_bins();
+        for (f, &bin) in bins.iter().enumerate() {
+            let at = (base + self.offsets[f] + usize::from(bin)) * LANES;
+            for (sum, add) in self.sums[at..at + LANES].iter_mut().zip(lanes) {
+                *sum += add;
+            }
+        }
+    }
+
+    /// Adds `other`'s sums: the histograms of other rows of the same nodes.
+    pub(crate) fn merge(&mut self, other: &ExactHistograms) -> Result<()> {
+        if self.offsets != other.offsets || self.nodes != other.nodes {
+            return Err(ArborError::Data(format!(
+                "partial histograms disagree: {} nodes over {} bins against {} nodes over {} bins",
+                self.nodes,
+                self.total_bins(),
+                other.nodes,
+                other.total_bins()
+            )));
+        }
+        self.sums.iter_mut().zip(&other.sums).for_each(|(a, b)| *a += b);
+        Ok(())
+    }
+
+    /// Feature `f`'s histogram of node `node` as the split search reads
+    /// boosting's: `[count, gradient, hessian]` per bin.
+    pub(crate) fn feature(&self, node: usize, f: usize) -> Vec<f64> {
+        let base = node * self.total_bins();
+        let bins = &self.sums[(base + self.offsets[f]) * LANES..(base + self.offsets[f + 1]) * LANES];
+        bins.chunks_exact(LANES).flat_map(|s| [float(s[0]), float(s[1]), float(s[2])]).collect()
+    }
+
+    /// Node `node`'s totals: count, gradient, hessian and squared gradient
+    /// (every row lands in one bin of feature 0).
+    fn totals(&self, node: usize) -> [i128; LANES] {
+        let base = node * self.total_bins();
+        let bins = &self.sums[base * LANES..(base + self.offsets[1]) * LANES];
+        bins.chunks_exact(LANES).fold([0; LANES], |mut acc, s| {
+            acc.iter_mut().zip(s).for_each(|(a, b)| *a += b);
+            acc
+        })
+    }
+
+    /// Node `node`'s statistics in the split search's layout.
+    pub(crate) fn node_stats(&self, node: usize) -> [f64; 3] {
+        let [count, grad, hess, _] = self.totals(node);
+        [float(count), float(grad), float(hess)]
+    }
+
+    /// Node `node`'s noise per degree of freedom, `Σ(g − ḡ)² / H`: what a
+    /// subset split's charge is scaled by ([`Criterion::Newton`] gains).
+    pub(crate) fn node_noise(&self, node: usize, _criterion: Criterion) -> f64 {
+        let [count, grad, hess, square] = self.totals(node);
+        let (n, g, h, g2) = (float(count), float(grad), float(hess), float(square));
+        if n <= 0.0 || h <= 0.0 {
+            return 0.0;
+        }
+        ((g2 - g * g / n) / h).max(0.0)
+    }
+
+    /// The sums as little-endian bytes, for an aggregate's state.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + 8 * self.offsets.len() + 16 * self.sums.len());
+        out.extend_from_slice(&(self.nodes as u64).to_le_bytes());
+        out.extend_from_slice(&(self.offsets.len() as u64).to_le_bytes());
+        self.offsets.iter().for_each(|&o| out.extend_from_slice(&(o as u64).to_le_bytes()));
+        self.sums.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
+        out
+    }
+
+    /// Histograms read back from [`ExactHistograms::to_bytes`]; corrupt or
+    /// truncated bytes are an error, never a panic.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<ExactHistograms> {
+        let corrupt = |what: &str| ArborError::Data(format!("partial histograms are corrupt: {what}"));
+        let mut words = bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        let nodes = words.next().ok_or_else(|| corrupt("no node count"))? as usize;
+        let n_offsets = words.next().ok_or_else(|| corrupt("no feature count"))? as usize;
+        if n_offsets == 0 || n_offsets > bytes.len() / 8 {
+            return Err(corrupt("impossible feature count"));
+        }
+        let offsets: Vec<usize> = words.by_ref().take(n_offsets).map(|o| o as usize).collect();
+        if offsets.len() != n_offsets || offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(corrupt("bin offsets"));
+        }
+        let header = 8 * (2 + n_offsets);
+        let expected = nodes.checked_mul(*offsets.last().expect("not empty")).and_then(|n| n.checked_mul(LANES));
+        let body = &bytes[header.min(bytes.len())..];
+        if expected.and_then(|n| n.checked_mul(16)) != Some(body.len()) {
+            return Err(corrupt("the sums do not fill the shape"));
+        }
+        let sums = body.chunks_exact(16).map(|s| i128::from_le_bytes(s.try_into().expect("16 bytes"))).collect();
+        Ok(ExactHistograms { offsets, nodes, sums })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arbor_kernels::{best_split, SplitConstraints};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Rows of two features (4 and 3 bins) in three nodes.
+    fn rows(n: usize) -> Vec<(usize, [u16; 2], f64, f64)> {
+        (0..n)
+            .map(|i| {
+                let x = (i as f64 * 0.7368).sin();
+                (i % 3, [(i % 4) as u16, (i * 7 % 3) as u16], x * 3.0, 0.1 + x.abs() / 4.0)
+            })
+            .collect()
+    }
+
+    fn histograms_of(rows: &[(usize, [u16; 2], f64, f64)]) -> ExactHistograms {
+        let mut h = ExactHistograms::new(&[4, 3], 3);
+        rows.iter().for_each(|(node, bins, g, hess)| h.add_row(*node, bins, *g, *hess));
+        h
+    }
+
+    proptest! {
+        /// However the rows are split into parts and the parts merged, the sums are the same bits.
+        #[test]
+        fn merged_parts_equal_the_whole(cuts in proptest::collection::vec(0usize..500, 0..6), reverse in any::<bool>()) {
+            let all = rows(500);
+            let mut cuts = cuts;
+            cuts.push(0);
+            cuts.push(all.len());
+            cuts.sort_unstable();
+            let mut parts: Vec<ExactHistograms> = cuts.windows(2).map(|w| histograms_of(&all[w[0]..w[1]])).collect();
+            if reverse {
+                parts.reverse();
+            }
+            let mut merged = ExactHistograms::new(&[4, 3], 3);
+            for part in &parts {
+                merged.merge(part).unwrap();
+            }
+            prop_assert_eq!(merged, histograms_of(&all));
+        }
+    }
+
+    #[test]
+    fn sums_match_float_sums_and_feed_the_split_search() {
+        let all = rows(1000);
+        let h = histograms_of(&all);
+        for node in 0..3 {
+            let mut float_hist = vec![0.0; 4 * 3];
+            for (_, bins, g, hess) in all.iter().filter(|r| r.0 == node) {
+                let cell = &mut float_hist[usize::from(bins[0]) * 3..usize::from(bins[0]) * 3 + 3];
+                cell[0] += 1.0;
+                cell[1] += g;
+                cell[2] += hess;
+            }
+            let exact = h.feature(node, 0);
+            for (a, b) in exact.iter().zip(&float_hist) {
+                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "node {node}: {a} against {b}");
+            }
+            let criterion = Criterion::Newton { lambda: 1.0 };
+            let constraints = SplitConstraints {
+                min_samples_leaf: 1.0,
+                min_weight_leaf: 0.0,
+                min_samples_category: 0.0,
+                category_charge: 0.0,
+            };
+            let from_exact = best_split(&exact, 3, criterion, &constraints, false);
+            let from_float = best_split(&float_hist, 3, criterion, &constraints, false);
+            let (a, b) = (from_exact.expect("a split"), from_float.expect("a split"));
+            assert_eq!(format!("{:?}", a.rule), format!("{:?}", b.rule), "node {node}");
+            assert!((a.gain - b.gain).abs() <= 1e-9 * b.gain.abs(), "node {node}: {} against {}", a.gain, b.gain);
+        }
+    }
+
+    #[test]
+    fn noise_is_the_gradients_spread_over_the_hessian() {
+        let mut h = ExactHistograms::new(&[2], 1);
+        for (g, hess) in [(1.0, 0.5), (-1.0, 0.5), (3.0, 1.0)] {
+            h.add_row(0, &[0], g, hess);
+        }
+        // mean 1: (0 + 4 + 4) / 2.0
+        assert!((h.node_noise(0, Criterion::Newton { lambda: 1.0 }) - 4.0).abs() < 1e-12);
+        assert_eq!(h.node_stats(0), [3.0, 3.0, 2.0]);
+    }
+
+    #[test]
+    fn bytes_round_trip_and_corrupt_bytes_are_refused() {
+        let h = histograms_of(&rows(100));
+        let bytes = h.to_bytes();
+        assert_eq!(ExactHistograms::from_bytes(&bytes).unwrap(), h);
+        for cut in [0, 7, 8, 16, 40, bytes.len() - 1] {
+            assert!(ExactHistograms::from_bytes(&bytes[..cut]).is_err(), "{cut} bytes");
+        }
+        let mut other = ExactHistograms::new(&[4, 4], 3);
+        assert!(other.merge(&h).is_err());
+    }
+}

@@ -1,0 +1,863 @@
+//! Gradient boosting grown one tree level at a time over rows held in
+//! pieces (a cluster's partitions), none of which sees all the rows.
+//!
+//! Training is a sequence of steps, each a pass over every piece followed
+//! by a decision taken once on the merged result:
+//! 1. [`LevelSummary::of`] each piece (label classes and sums, categories,
+//!    a sample of numeric values chosen by row hash), merged, then
+//!    [`LevelBoosting::start`]: the bins, the loss and the base score;
+//! 2. per tree level, [`LevelBoosting::histograms`] of each piece (its rows
+//!    scored by the trees so far, binned, and summed by open node), merged,
+//!    then [`LevelBoosting::grow`]: every open node split or made a leaf.
+//!
+//! Sums are exact (see [`ExactHistograms`]) and the sample is chosen by
+//! content, so the model depends on the rows and options alone: not on how
+//! the rows are cut into pieces, their order, or which piece is summed
+//! first. Bins are fitted on at most [`BIN_SAMPLE_ROWS`] values per
+//! feature; with fewer rows they are the single-node bins.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use arbor_kernels::{
+    best_split, count_weight, occupied_bins, SplitCandidate, SplitConstraints, SplitRule, Target as KernelTarget,
+};
+use arbor_quantize::{BinMapper, FeatureColumn, FeatureType};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::data::dataset::TrainingData;
+use crate::data::label::{Classes, LabelInfo, Target};
+use crate::model::feature::Feature;
+use crate::model::node_cover::NodeCover;
+use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::{Boosting, Model};
+use crate::train::boosting::grow_settings;
+use crate::train::exact_histograms::{fixed, float, ExactHistograms};
+use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
+use crate::train::importance::gain_shares;
+use crate::train::loss::{softmax, LossTarget, RowWeights};
+use crate::{Algorithm, ArborError, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting};
+
+/// Most values of each numeric feature its bins are fitted on: those of
+/// the rows with the smallest content hashes (LightGBM samples 200,000).
+pub const BIN_SAMPLE_ROWS: usize = 100_000;
+
+/// Rows per parallel work unit when a piece is scored and summed.
+const CHUNK_ROWS: usize = 16_384;
+
+/// What one piece of the rows tells before training starts, merged over
+/// every piece: the label's classes and sums, each feature's categories,
+/// and a content-chosen sample of each numeric feature's values.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LevelSummary {
+    task: Option<Task>,
+    label: Option<LabelInfo>,
+    /// Each feature's name and Arrow type.
+    features: Vec<(String, String)>,
+    /// Per feature: its categories, for a categorical one.
+    categories: Vec<Option<BTreeSet<String>>>,
+    /// Per numeric feature: `(row hash, value)` of the non-missing values of
+    /// the rows with the smallest hashes, at most [`BIN_SAMPLE_ROWS`].
+    samples: Vec<Vec<(u64, f64)>>,
+    /// Classification: each class's total weight, fixed-point.
+    class_weights: BTreeMap<String, i128>,
+    /// Regression: `Σ w·y` and `Σ w`, fixed-point.
+    weighted_sum: i128,
+    weight_total: i128,
+    rows: u64,
+    skipped_null_labels: u64,
+}
+
+impl LevelSummary {
+    /// The summary of one piece of the rows.
+    pub fn of(data: &TrainingData) -> LevelSummary {
+        let hashes = row_hashes(data);
+        let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+        let mut summary = LevelSummary {
+            task: Some(data.task),
+            label: Some(data.label.clone()),
+            features: data.features.iter().map(|f| (f.name.clone(), f.data_type.to_string())).collect(),
+            rows: data.n_rows() as u64,
+            skipped_null_labels: data.skipped_null_labels as u64,
+            ..LevelSummary::default()
+        };
+        for column in &data.columns {
+            match column {
+                FeatureColumn::Categorical { categories, .. } => {
+                    summary.categories.push(Some(categories.iter().cloned().collect()));
+                    summary.samples.push(Vec::new());
+                }
+                FeatureColumn::Numeric(_) => {
+                    summary.categories.push(None);
+                    let values = (0..column.len()).map(|r| (hashes[r], column.raw_value(r)));
+                    summary.samples.push(smallest(values.filter(|(_, x)| !x.is_nan()).collect()));
+                }
+            }
+        }
+        match &data.target {
+            Target::Classes(labels) => {
+                let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
+                let mut totals = vec![0i128; names.len()];
+                labels.iter().enumerate().for_each(|(r, &c)| totals[c as usize] += fixed(weight(r)));
+                summary.class_weights = names.into_iter().zip(totals).collect();
+            }
+            Target::Values(y) => {
+                for (r, &y) in y.iter().enumerate() {
+                    summary.weighted_sum += fixed(weight(r) * y);
+                    summary.weight_total += fixed(weight(r));
+                }
+            }
+        }
+        summary
+    }
+
+    /// The summary of a piece whose `rows` rows all have a null label: it
+    /// only counts them.
+    pub fn null_labels(rows: u64) -> LevelSummary {
+        LevelSummary { skipped_null_labels: rows, ..LevelSummary::default() }
+    }
+
+    /// Adds another piece's summary (of the same columns).
+    pub fn merge(&mut self, mut other: LevelSummary) -> Result<()> {
+        let skipped = self.skipped_null_labels + other.skipped_null_labels;
+        if other.label.is_none() {
+            self.skipped_null_labels = skipped;
+            return Ok(());
+        }
+        if self.label.is_none() {
+            *self = other;
+            self.skipped_null_labels = skipped;
+            return Ok(());
+        }
+        let (Some(mine), Some(label)) = (self.label.as_mut(), other.label.take()) else { return Ok(()) };
+        if self.features != other.features || self.task != other.task || mine.name != label.name {
+            return Err(ArborError::Data(format!(
+                "pieces of the training rows disagree on their columns: {:?} against {:?}",
+                self.features, other.features
+            )));
+        }
+        mine.classes = match (mine.classes.take(), label.classes) {
+            (Some(a), Some(b)) => Some(class_union(a, b)?),
+            (a, b) => a.or(b),
+        };
+        for (mine, theirs) in self.categories.iter_mut().zip(other.categories) {
+            if let (Some(mine), Some(theirs)) = (mine.as_mut(), theirs) {
+                mine.extend(theirs);
+            }
+        }
+        for (mine, theirs) in self.samples.iter_mut().zip(other.samples) {
+            mine.extend(theirs);
+            *mine = smallest(std::mem::take(mine));
+        }
+        for (class, weight) in other.class_weights {
+            *self.class_weights.entry(class).or_default() += weight;
+        }
+        self.weighted_sum += other.weighted_sum;
+        self.weight_total += other.weight_total;
+        self.rows += other.rows;
+        self.skipped_null_labels = skipped;
+        Ok(())
+    }
+
+    /// The summary as bytes, for an aggregate's state.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).expect("a summary always serializes")
+    }
+
+    /// A summary read back from [`LevelSummary::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelSummary> {
+        postcard::from_bytes(bytes).map_err(|e| ArborError::Data(format!("a training summary is corrupt: {e}")))
+    }
+}
+
+/// The classes of both, sorted as the label's kind sorts.
+fn class_union(a: Classes, b: Classes) -> Result<Classes> {
+    fn union<T: Ord>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
+        a.into_iter().chain(b).collect::<BTreeSet<T>>().into_iter().collect()
+    }
+    Ok(match (a, b) {
+        (Classes::Int(a), Classes::Int(b)) => Classes::Int(union(a, b)),
+        (Classes::UInt(a), Classes::UInt(b)) => Classes::UInt(union(a, b)),
+        (Classes::Bool(a), Classes::Bool(b)) => Classes::Bool(union(a, b)),
+        (Classes::Str(a), Classes::Str(b)) => Classes::Str(union(a, b)),
+        (a, b) => {
+            return Err(ArborError::Data(format!(
+                "pieces of the training rows hold labels of different kinds: {:?} and {:?}",
+                a.names(),
+                b.names()
+            )))
+        }
+    })
+}
+
+/// At most [`BIN_SAMPLE_ROWS`] of `values`, those of the smallest hashes
+/// (then values): the same whatever pieces they were gathered from.
+fn smallest(mut values: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
+    let order = |a: &(u64, f64), b: &(u64, f64)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1));
+    if values.len() > BIN_SAMPLE_ROWS {
+        values.select_nth_unstable_by(BIN_SAMPLE_ROWS, order);
+        values.truncate(BIN_SAMPLE_ROWS);
+    }
+    values.sort_unstable_by(order);
+    values
+}
+
+/// A hash of each row's content (features and label), which picks the
+/// rows the bins are fitted on.
+fn row_hashes(data: &TrainingData) -> Vec<u64> {
+    let mut hashes = vec![0x243f_6a88_85a3_08d3u64; data.n_rows()];
+    let text =
+        |s: &str| s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let number = |x: f64| match x {
+        x if x.is_nan() => 0x7ff8_0000_0000_0000,
+        0.0 => 0,
+        x => x.to_bits(),
+    };
+    for column in &data.columns {
+        match column {
+            FeatureColumn::Categorical { bins, categories } => {
+                let of_bin: Vec<u64> = std::iter::once(1).chain(categories.iter().map(|c| text(c))).collect();
+                hashes.iter_mut().zip(bins).for_each(|(h, &b)| *h = mix(*h ^ of_bin[usize::from(b)]));
+            }
+            FeatureColumn::Numeric(_) => {
+                hashes.iter_mut().enumerate().for_each(|(r, h)| *h = mix(*h ^ number(column.raw_value(r))));
+            }
+        }
+    }
+    match &data.target {
+        Target::Classes(labels) => {
+            let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
+            let of_class: Vec<u64> = names.iter().map(|c| text(c)).collect();
+            hashes.iter_mut().zip(labels).for_each(|(h, &c)| *h = mix(*h ^ of_class[c as usize]));
+        }
+        Target::Values(y) => hashes.iter_mut().zip(y).for_each(|(h, &y)| *h = mix(*h ^ number(y))),
+    }
+    hashes
+}
+
+/// SplitMix64's finalizer: every input bit moves every output bit.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// How training goes on after the summary: level by level, or on one
+/// node because the rows or options need what levels cannot give.
+#[derive(Debug)]
+pub enum LevelStart {
+    /// Grow level by level.
+    Grow(Box<LevelBoosting>),
+    /// Train on one node instead, for this reason.
+    OneNode(String),
+}
+
+/// A tree of the current round, growing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct GrowingTree {
+    tree: Tree,
+    cover: Vec<f32>,
+}
+
+/// A node waiting for its split: the growing tree it is in, its index there, its depth.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct OpenNode {
+    tree: u32,
+    node: u32,
+    depth: u32,
+}
+
+/// Gradient boosting in progress, between levels: the finished trees, the
+/// current round's growing trees and their open nodes. What one step hands
+/// the next, as bytes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LevelBoosting {
+    task: Task,
+    label: LabelInfo,
+    features: Vec<Feature>,
+    loss: Loss,
+    outputs: usize,
+    base_score: Vec<f64>,
+    n_rounds: usize,
+    training_rows: u64,
+    skipped_null_labels: u64,
+    trees: Vec<Tree>,
+    covers: Vec<Vec<f32>>,
+    gain_per_feature: Vec<f64>,
+    growing: Vec<GrowingTree>,
+    open: Vec<OpenNode>,
+}
+
+/// Exact gradient sums of one or more pieces' rows, by open node, feature and bin.
+#[derive(Clone, Debug)]
+pub struct LevelHistograms(ExactHistograms);
+
+impl LevelHistograms {
+    /// Adds another piece's histograms (of the same level).
+    pub fn merge(&mut self, other: &LevelHistograms) -> Result<()> {
+        self.0.merge(&other.0)
+    }
+
+    /// The sums as bytes, for an aggregate's state.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.0.to_bytes()
+    }
+
+    /// Histograms read back from [`LevelHistograms::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelHistograms> {
+        ExactHistograms::from_bytes(bytes).map(LevelHistograms)
+    }
+}
+
+impl LevelBoosting {
+    /// Why `params` cannot be trained level by level, if they cannot: only
+    /// gradient boosting on every row and feature, without early stopping,
+    /// is (row and feature sampling, hold-outs and exact splits need the
+    /// rows in one place).
+    pub fn unsupported(params: &TrainParams) -> Option<String> {
+        let bp = &params.boosting;
+        if params.algorithm.0 != Algorithm::GradientBoosting {
+            return Some("only gradient boosting is trained level by level".into());
+        }
+        let reason = if bp.early_stopping_rounds > 0 {
+            "early_stopping_rounds"
+        } else if bp.sample_fraction < 1.0 {
+            "sample_fraction"
+        } else if bp.max_features != MaxFeatures::All {
+            "max_features"
+        } else if bp.exact {
+            "splitter exact"
+        } else {
+            return None;
+        };
+        Some(format!("{reason} needs every row on one node"))
+    }
+
+    /// The start of training from every piece's merged summary: bins, loss
+    /// and base score, and the first round's roots open.
+    pub fn start(params: &TrainParams, summary: LevelSummary) -> Result<LevelStart> {
+        if let Some(reason) = Self::unsupported(params) {
+            return Ok(LevelStart::OneNode(reason));
+        }
+        let (Some(task), Some(label)) = (summary.task, summary.label) else {
+            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
+        };
+        params.validate(task)?;
+        let bp = &params.boosting;
+        let n_classes = label.classes.as_ref().map_or(0, Classes::len);
+        if task == Task::Classification && n_classes < 2 {
+            return Ok(LevelStart::OneNode("the label holds a single class".into()));
+        }
+        let loss = bp.resolve_loss(task, n_classes)?;
+        let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
+        let base_score = match &label.classes {
+            Some(classes) => {
+                let shares: Vec<f64> =
+                    classes.names().iter().map(|c| float(summary.class_weights.get(c).copied().unwrap_or(0))).collect();
+                let index: Vec<u32> = (0..shares.len() as u32).collect();
+                loss.base_score(&LossTarget::Classes(&index), &index, RowWeights::Given(&shares), outputs)
+            }
+            None => {
+                let mean = float(summary.weighted_sum) / float(summary.weight_total);
+                loss.base_score(&LossTarget::Values(&[mean]), &[0], RowWeights::Ones, outputs)
+            }
+        };
+        let quantize = bp.quantize_params();
+        let features = summary
+            .features
+            .iter()
+            .zip(summary.categories)
+            .zip(summary.samples)
+            .map(|(((name, data_type), categories), sample)| {
+                let arrow_type: arrow::datatypes::DataType = data_type.parse().map_err(|e| {
+                    ArborError::Data(format!("feature '{name}': type '{data_type}' cannot be read: {e}"))
+                })?;
+                let kind = FeatureType::of(&arrow_type).ok_or_else(|| {
+                    ArborError::Data(format!("feature '{name}': type {data_type} cannot be trained on"))
+                })?;
+                let mapper = match categories {
+                    Some(categories) => BinMapper::categorical(categories.into_iter().collect()),
+                    None => {
+                        let values: Vec<f64> = sample.into_iter().map(|(_, x)| x).collect();
+                        BinMapper::fit(&FeatureColumn::Numeric(values.into()), &quantize)
+                    }
+                };
+                Ok(Feature { name: name.clone(), data_type: data_type.clone(), kind, mapper })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut boosting = LevelBoosting {
+            task,
+            label,
+            loss,
+            outputs,
+            base_score,
+            n_rounds: bp.n_rounds,
+            training_rows: summary.rows,
+            skipped_null_labels: summary.skipped_null_labels,
+            trees: Vec::with_capacity(bp.n_rounds * outputs),
+            covers: Vec::with_capacity(bp.n_rounds * outputs),
+            gain_per_feature: vec![0.0; features.len()],
+            features,
+            growing: Vec::new(),
+            open: Vec::new(),
+        };
+        if boosting.n_rounds > 0 {
+            boosting.start_round();
+        }
+        Ok(LevelStart::Grow(Box::new(boosting)))
+    }
+
+    /// Opens the roots of the next round's trees, one per output.
+    fn start_round(&mut self) {
+        self.growing = (0..self.outputs)
+            .map(|_| GrowingTree {
+                tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
+                cover: vec![0.0],
+            })
+            .collect();
+        self.open = (0..self.outputs as u32).map(|tree| OpenNode { tree, node: 0, depth: 0 }).collect();
+    }
+
+    /// True once every round's trees are grown: [`LevelBoosting::into_model`] then gives the model.
+    pub fn is_done(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// Rounds whose trees are finished.
+    pub fn rounds_done(&self) -> usize {
+        self.trees.len() / self.outputs
+    }
+
+    /// The open nodes' histograms over one piece of the rows: each row
+    /// scored by the finished trees, its derivatives taken, and summed into
+    /// the open node it reaches in each growing tree.
+    pub fn histograms(&self, data: &TrainingData) -> Result<LevelHistograms> {
+        let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
+        if names.iter().copied().ne(self.features.iter().map(|f| f.name.as_str())) {
+            return Err(ArborError::Data(format!(
+                "a piece of the training rows has features ({}), the training ({})",
+                names.join(", "),
+                self.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let n = data.n_rows();
+        let n_features = self.features.len();
+        let values = self.global_values(data);
+        let labels = self.global_labels(data)?;
+        let target = match (&data.target, &labels) {
+            (_, Some(labels)) => LossTarget::Classes(labels),
+            (Target::Values(y), None) => LossTarget::Values(y),
+            (Target::Classes(_), None) => unreachable!("class labels are mapped"),
+        };
+        let outputs = self.outputs;
+        let mut raw: Vec<f64> = self.base_score.iter().copied().cycle().take(n * outputs).collect();
+        raw.par_chunks_mut(CHUNK_ROWS * outputs).enumerate().for_each(|(k, chunk)| {
+            for (i, scores) in chunk.chunks_exact_mut(outputs).enumerate() {
+                let r = k * CHUNK_ROWS + i;
+                for (t, tree) in self.trees.iter().enumerate() {
+                    scores[t % outputs] += tree.values[tree.leaf(|f| values[f][r])];
+                }
+            }
+        });
+        let mut proba = Vec::new();
+        if self.loss == Loss::Softmax {
+            proba = vec![0.0; n * outputs];
+            proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
+        }
+        let rows: Vec<u32> = (0..n as u32).collect();
+        let weight = RowWeights::of(data.weights.as_deref());
+        let derivatives: Vec<(Vec<f64>, Vec<f64>)> = (0..self.growing.len())
+            .map(|output| {
+                let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
+                self.loss
+                    .derivatives(&target, &rows, weight, &raw, &proba, output, outputs)
+                    .write(&mut grad, &mut hess);
+                (grad, hess)
+            })
+            .collect();
+        drop(raw);
+        // Each growing tree's open nodes by node index.
+        let mut slot_of: Vec<Vec<u32>> = self.growing.iter().map(|g| vec![u32::MAX; g.tree.nodes.len()]).collect();
+        for (slot, open) in self.open.iter().enumerate() {
+            slot_of[open.tree as usize][open.node as usize] = slot as u32;
+        }
+        let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
+        let empty = || ExactHistograms::new(&bins_per_feature, self.open.len());
+        let sums = rows
+            .par_chunks(CHUNK_ROWS)
+            .fold(empty, |mut sums, chunk| {
+                let mut bins = vec![0u16; n_features];
+                for &r in chunk {
+                    let r = r as usize;
+                    for (f, bin) in bins.iter_mut().enumerate() {
+                        *bin = self.features[f].mapper.bin_value(values[f][r]);
+                    }
+                    for (t, growing) in self.growing.iter().enumerate() {
+                        let slot = slot_of[t][growing.tree.node_reached(|f| values[f][r])];
+                        if slot != u32::MAX {
+                            let (grad, hess) = &derivatives[t];
+                            sums.add_row(slot as usize, &bins, grad[r], hess[r]);
+                        }
+                    }
+                }
+                sums
+            })
+            .reduce(empty, |mut a, b| {
+                a.merge(&b).expect("the histograms of one level have one shape");
+                a
+            });
+        Ok(LevelHistograms(sums))
+    }
+
+    /// Each feature's values as the trees test them, in the training's
+    /// terms: numbers as they are, categories as their training bins (NaN
+    /// when missing).
+    fn global_values(&self, data: &TrainingData) -> Vec<Vec<f64>> {
+        data.columns
+            .par_iter()
+            .zip(&self.features)
+            .map(|(column, feature)| match (column, feature.mapper.categories()) {
+                (FeatureColumn::Categorical { bins, categories }, Some(known)) => {
+                    let global: Vec<f64> = std::iter::once(f64::NAN)
+                        .chain(categories.iter().map(|c| known.binary_search(c).map_or(f64::NAN, |i| (i + 1) as f64)))
+                        .collect();
+                    bins.iter().map(|&b| global[usize::from(b)]).collect()
+                }
+                _ => (0..column.len()).map(|r| column.raw_value(r)).collect(),
+            })
+            .collect()
+    }
+
+    /// Classification: each row's class index among the training's classes.
+    fn global_labels(&self, data: &TrainingData) -> Result<Option<Vec<u32>>> {
+        let (Target::Classes(local), Some(known)) = (&data.target, &self.label.classes) else { return Ok(None) };
+        let known: HashMap<String, u32> = known.names().into_iter().zip(0..).collect();
+        let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
+        let map = names
+            .iter()
+            .map(|c| {
+                known.get(c).copied().ok_or_else(|| ArborError::Data(format!("class '{c}' was not in the summary")))
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        Ok(Some(local.iter().map(|&c| map[c as usize]).collect()))
+    }
+
+    /// Splits every open node by its merged histograms, or makes it a leaf,
+    /// as the single-node grower decides; a round whose trees are finished
+    /// is closed and the next one's roots opened.
+    pub fn grow(&mut self, params: &TrainParams, sums: &LevelHistograms) -> Result<()> {
+        let sums = &sums.0;
+        if sums.nodes() != self.open.len() {
+            return Err(ArborError::Data(format!(
+                "histograms of {} nodes for a level of {} open nodes",
+                sums.nodes(),
+                self.open.len()
+            )));
+        }
+        let settings = grow_settings(&params.boosting, self.features.len());
+        let criterion = settings.criterion;
+        let mappers: Vec<BinMapper> = self.features.iter().map(|f| f.mapper.clone()).collect();
+        let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
+        let constraints = if settings.charges_categories(&mappers) { &per_degree } else { &settings.constraints };
+        let mut next = Vec::new();
+        for (slot, open) in std::mem::take(&mut self.open).into_iter().enumerate() {
+            let stats = sums.node_stats(slot);
+            let (count, weight) = count_weight(&stats, criterion);
+            let mut best: Option<(usize, SplitCandidate)> = None;
+            if settings.may_split(count, weight, open.depth as usize) {
+                let candidates: Vec<Option<SplitCandidate>> = (0..mappers.len())
+                    .into_par_iter()
+                    .map(|f| {
+                        let hist = sums.feature(slot, f);
+                        (occupied_bins(&hist, 3, criterion) >= 2)
+                            .then(|| best_split(&hist, 3, criterion, constraints, mappers[f].is_categorical()))
+                            .flatten()
+                    })
+                    .collect();
+                let mut unit = None;
+                for (f, candidate) in candidates.into_iter().enumerate() {
+                    if let Some(candidate) = candidate {
+                        offer(&mut best, f, candidate, &mut unit, || {
+                            settings.category_penalty * sums.node_noise(slot, criterion)
+                        });
+                    }
+                }
+                best = best.filter(|(_, s)| s.merit() >= settings.min_gain);
+            }
+            let growing = &mut self.growing[open.tree as usize];
+            let node = open.node as usize;
+            let Some((f, split)) = best else {
+                make_leaf(growing, node, &stats, &settings);
+                continue;
+            };
+            self.gain_per_feature[f] += split.gain.max(0.0);
+            let (test, default_left) = match &split.rule {
+                SplitRule::Threshold { bin, missing_left } => {
+                    (SplitTest::LessOrEqual(mappers[f].threshold(*bin)), *missing_left)
+                }
+                SplitRule::Categories { goes_left } => categories_test(goes_left),
+            };
+            let left = growing.tree.nodes.len();
+            growing.tree.nodes.extend([Node::Leaf { value: 0 }, Node::Leaf { value: 0 }]);
+            growing.cover.extend([0.0, 0.0]);
+            growing.tree.nodes[node] =
+                Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
+            growing.cover[node] = weight as f32;
+            for (child, child_stats) in [(left, &split.left), (left + 1, &split.right)] {
+                let (count, weight) = count_weight(child_stats, criterion);
+                if settings.may_split(count, weight, open.depth as usize + 1) {
+                    next.push(OpenNode { tree: open.tree, node: child as u32, depth: open.depth + 1 });
+                } else {
+                    make_leaf(growing, child, child_stats, &settings);
+                }
+            }
+        }
+        self.open = next;
+        if self.open.is_empty() {
+            for growing in std::mem::take(&mut self.growing) {
+                self.trees.push(growing.tree);
+                self.covers.push(growing.cover);
+            }
+            if self.rounds_done() < self.n_rounds {
+                self.start_round();
+            }
+        }
+        Ok(())
+    }
+
+    /// The finished model (see [`LevelBoosting::is_done`]).
+    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+        if !self.is_done() {
+            return Err(ArborError::Data(format!(
+                "level-wise training stopped after {} of {} rounds",
+                self.rounds_done(),
+                self.n_rounds
+            )));
+        }
+        let n_features = self.features.len();
+        let importance = (params.forest.importance != ImportanceKind::None).then(|| gain_shares(self.gain_per_feature));
+        Ok(Model {
+            task: self.task,
+            algorithm: Algorithm::GradientBoosting,
+            label: self.label,
+            features: self.features,
+            trees: self.trees.into(),
+            voting: Voting::Weighted,
+            importance,
+            oob_error: None,
+            params: params.describe(self.task, n_features, Some(self.loss)),
+            training_rows: self.training_rows,
+            skipped_null_labels: self.skipped_null_labels,
+            boosting: Some(Boosting {
+                loss: self.loss,
+                base_score: self.base_score,
+                outputs: self.outputs,
+                early_stopping: None,
+            }),
+            cover: Some(NodeCover::new(self.covers)),
+        })
+    }
+
+    /// The state as bytes, for the next step.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).expect("training state always serializes")
+    }
+
+    /// A state read back from [`LevelBoosting::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelBoosting> {
+        let state: LevelBoosting = postcard::from_bytes(bytes)
+            .map_err(|e| ArborError::Data(format!("level-wise training state is corrupt: {e}")))?;
+        if !state.well_formed() {
+            return Err(ArborError::Data("level-wise training state is corrupt: its trees do not fit together".into()));
+        }
+        Ok(state)
+    }
+
+    /// Whether every index in the state points where it may: children after
+    /// their parent and inside the tree, features and leaf values that exist
+    /// (open nodes have no value yet), one base score per output.
+    fn well_formed(&self) -> bool {
+        let n_features = self.features.len() as u32;
+        let tree_fits = |tree: &Tree, open: &dyn Fn(usize) -> bool| {
+            tree.nodes.iter().enumerate().all(|(i, node)| match *node {
+                Node::Split { feature, left, right, .. } => {
+                    feature < n_features
+                        && left as usize > i
+                        && right as usize > i
+                        && (right as usize) < tree.nodes.len()
+                }
+                Node::Leaf { value } => (value as usize) < tree.values.len() || open(i),
+            })
+        };
+        let open_fits = self
+            .open
+            .iter()
+            .all(|o| self.growing.get(o.tree as usize).is_some_and(|g| (o.node as usize) < g.tree.nodes.len()));
+        self.outputs > 0
+            && self.base_score.len() == self.outputs
+            && self.trees.len() % self.outputs == 0
+            && self.covers.len() == self.trees.len()
+            && self.gain_per_feature.len() == self.features.len()
+            && self.growing.len() <= self.outputs
+            && open_fits
+            && self.trees.iter().all(|t| tree_fits(t, &|_| false))
+            && self.growing.iter().enumerate().all(|(g, growing)| {
+                growing.cover.len() == growing.tree.nodes.len()
+                    && tree_fits(&growing.tree, &|i| {
+                        self.open.iter().any(|o| o.tree as usize == g && o.node as usize == i)
+                    })
+            })
+    }
+}
+
+/// Makes node `node` a leaf of `stats`' value.
+fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &GrowSettings) {
+    let offset = growing.tree.values.len();
+    let gradients = KernelTarget::Gradients { grad: &[], hess: &[] };
+    leaf_value(stats, &gradients, settings.criterion, settings.leaf_scale, &mut growing.tree.values);
+    growing.tree.nodes[node] = Node::Leaf { value: offset as u32 };
+    growing.cover[node] = count_weight(stats, settings.criterion).1 as f32;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::Trainer;
+
+    /// Rows with a numeric feature, one with missing values, a categorical
+    /// one of twelve categories, a regression response and a class.
+    fn table(n: usize) -> RecordBatch {
+        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 10.0).collect();
+        let z: Vec<Option<f64>> = (0..n).map(|i| (i % 11 != 0).then(|| ((i * 104_729) % 997) as f64)).collect();
+        let c: Vec<String> = (0..n).map(|i| format!("c{}", (i * 31) % 12)).collect();
+        let y: Vec<f64> = (0..n)
+            .map(|i| x[i].sin() * 10.0 + z[i].unwrap_or(500.0) / 50.0 + ((i * 31) % 12) as f64 + (i % 7) as f64 / 3.0)
+            .collect();
+        let class: Vec<i64> = y.iter().map(|&v| ((v / 8.0) as i64).rem_euclid(3)).collect();
+        let schema = Schema::new(vec![
+            Field::new("x", DataType::Float64, false),
+            Field::new("z", DataType::Float64, true),
+            Field::new("c", DataType::Utf8, false),
+            Field::new("y", DataType::Float64, false),
+            Field::new("class", DataType::Int64, false),
+        ]);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Float64Array::from(x)),
+            Arc::new(Float64Array::from(z)),
+            Arc::new(StringArray::from(c)),
+            Arc::new(Float64Array::from(y)),
+            Arc::new(Int64Array::from(class)),
+        ];
+        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+    }
+
+    fn trainer(options: &str, label: &str) -> Trainer<'static> {
+        Trainer::new(TrainParams::parse_options(options).unwrap()).label(label).features(["x", "z", "c"])
+    }
+
+    /// Trains level by level on the pieces `cuts` makes of `batch` (row
+    /// ranges), merging the pieces' results in the order given.
+    fn train_in_pieces(options: &str, label: &str, batch: &RecordBatch, cuts: &[(usize, usize)]) -> Model {
+        let trainer = trainer(options, label);
+        let params = trainer.params().clone();
+        let pieces: Vec<TrainingData> =
+            cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
+        let mut summary = LevelSummary::default();
+        for piece in &pieces {
+            let bytes = LevelSummary::of(piece).to_bytes();
+            summary.merge(LevelSummary::from_bytes(&bytes).unwrap()).unwrap();
+        }
+        let LevelStart::Grow(mut state) = LevelBoosting::start(&params, summary).unwrap() else { panic!("grows") };
+        while !state.is_done() {
+            let mut sums: Option<LevelHistograms> = None;
+            for piece in &pieces {
+                let part = LevelHistograms::from_bytes(&state.histograms(piece).unwrap().to_bytes()).unwrap();
+                match sums.as_mut() {
+                    Some(sums) => sums.merge(&part).unwrap(),
+                    None => sums = Some(part),
+                }
+            }
+            *state = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
+            state.grow(&params, &sums.unwrap()).unwrap();
+        }
+        state.into_model(&params).unwrap()
+    }
+
+    fn rmse(model: &Model, batch: &RecordBatch) -> f64 {
+        let predicted = model.score(batch).unwrap();
+        let y = batch.column_by_name("y").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+        let sum: f64 = predicted.values().iter().zip(y.values()).map(|(p, y)| (p - y) * (p - y)).sum();
+        (sum / y.len() as f64).sqrt()
+    }
+
+    /// The model depends on the rows alone: one piece, or three of any
+    /// sizes merged in another order, give the same bytes.
+    #[test]
+    fn pieces_and_their_order_do_not_change_the_model() {
+        let batch = table(3000);
+        for (options, label) in
+            [("algorithm=gradient-boosting n_rounds=8", "y"), ("algorithm=gradient-boosting n_rounds=4", "class")]
+        {
+            let whole = train_in_pieces(options, label, &batch, &[(0, 3000)]);
+            let pieces = train_in_pieces(options, label, &batch, &[(2100, 900), (0, 1234), (1234, 866)]);
+            assert_eq!(whole.to_bytes(), pieces.to_bytes(), "{options} {label}");
+            assert_eq!(whole.trees().len(), if label == "y" { 8 } else { 12 });
+        }
+    }
+
+    /// On rows fewer than the bin sample, bins are the single-node bins and
+    /// the trees differ only where sums' last bits break ties: the fit is
+    /// as good as single-node boosting's.
+    #[test]
+    fn level_wise_boosting_fits_as_single_node_boosting_does() {
+        let batch = table(4000);
+        let options = "algorithm=gradient-boosting n_rounds=30 max_depth=4";
+        let single = trainer(options, "y").fit(std::slice::from_ref(&batch)).unwrap();
+        let levels = train_in_pieces(options, "y", &batch, &[(0, 1500), (1500, 2500)]);
+        assert_eq!(single.features(), levels.features());
+        let (a, b) = (rmse(&single, &batch), rmse(&levels, &batch));
+        assert!((a - b).abs() <= 0.01 * a, "single-node RMSE {a}, level-wise {b}");
+        assert_eq!(levels.trees().len(), 30);
+        // Classes: the same accuracy within a row in a hundred.
+        let options = "algorithm=gradient-boosting n_rounds=10";
+        let single = trainer(options, "class").fit(std::slice::from_ref(&batch)).unwrap();
+        let levels = train_in_pieces(options, "class", &batch, &[(0, 3000), (3000, 1000)]);
+        let truth = batch.column_by_name("class").unwrap().as_any().downcast_ref::<Int64Array>().unwrap().clone();
+        let accuracy = |model: &Model| {
+            let classes = model.score(&batch).unwrap().class_index();
+            classes.iter().zip(truth.values()).filter(|(&c, &t)| c as i64 == t).count() as f64 / 4000.0
+        };
+        let (a, b) = (accuracy(&single), accuracy(&levels));
+        assert!((a - b).abs() <= 0.01, "single-node accuracy {a}, level-wise {b}");
+    }
+
+    /// Options that need the rows in one place say so; corrupt state is an error.
+    #[test]
+    fn unsupported_options_and_corrupt_state_are_refused() {
+        let params = TrainParams::parse_options("algorithm=gradient-boosting sample_fraction=0.5").unwrap();
+        assert!(LevelBoosting::unsupported(&params).unwrap().contains("sample_fraction"));
+        assert!(LevelBoosting::unsupported(&TrainParams::default()).is_some());
+        assert!(LevelBoosting::from_bytes(&[1, 2, 3]).is_err());
+        // A state whose tree points outside itself is refused, not walked.
+        let batch = table(500);
+        let trainer = trainer("algorithm=gradient-boosting n_rounds=2", "y");
+        let params = trainer.params().clone();
+        let data = trainer.training_data(vec![batch]).unwrap();
+        let LevelStart::Grow(mut state) = LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap() else {
+            panic!("grows")
+        };
+        state.grow(&params, &state.histograms(&data).unwrap()).unwrap();
+        assert!(LevelBoosting::from_bytes(&state.to_bytes()).is_ok());
+        let Node::Split { right, .. } = &mut state.growing[0].tree.nodes[0] else { panic!("the root split") };
+        *right = 99;
+        let error = LevelBoosting::from_bytes(&state.to_bytes()).unwrap_err().to_string();
+        assert!(error.contains("corrupt"), "{error}");
+        assert!(LevelSummary::from_bytes(&[0xff; 9]).is_err());
+        assert!(LevelHistograms::from_bytes(&[7; 20]).is_err());
+    }
+}
