@@ -1,5 +1,7 @@
 //! Progress bars on a terminal; nothing when output is not one.
 
+use std::sync::Mutex;
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A bar counting `total` steps of `what` (hidden unless stderr is a terminal).
@@ -20,4 +22,20 @@ pub fn counter(what: &str) -> ProgressBar {
     bar.set_style(ProgressStyle::with_template("{msg:>10} {pos} ({elapsed}, {per_sec})").expect("valid template"));
     bar.set_message(what.to_owned());
     bar
+}
+
+/// A bar of boosting rounds while a cluster trains level by level, one
+/// bar per model (hidden unless stderr is a terminal).
+pub fn level_rounds() -> arbor_datafusion::LevelProgress {
+    let shown: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    arbor_datafusion::LevelProgress::new(move |step| {
+        let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let rounds = shown.get_or_insert_with(|| bar(step.n_rounds as u64, "rounds"));
+        rounds.set_position(step.rounds_done as u64);
+        rounds.set_message(format!("level job {}, {} open nodes", step.jobs, step.open_nodes));
+        if step.open_nodes == 0 {
+            rounds.finish_and_clear();
+            *shown = None;
+        }
+    })
 }

@@ -9,6 +9,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 
+use super::progress;
 use crate::CliError;
 
 /// How query results are printed.
@@ -46,6 +47,7 @@ impl SqlSession {
     /// on its executors.
     pub async fn cluster(url: &str, format: OutputFormat) -> Result<SqlSession, CliError> {
         let ctx = arbor_ballista::remote(url).await?;
+        ctx.state_ref().write().config_mut().set_extension(Arc::new(progress::level_rounds()));
         ctx.sql("SET datafusion.execution.parquet.skip_metadata = false").await?.collect().await?;
         Ok(SqlSession { ctx, format })
     }

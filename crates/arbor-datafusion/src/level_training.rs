@@ -29,6 +29,7 @@ use datafusion::logical_expr::{Aggregate, AggregateUDF, EmptyRelation, Expr, Log
 use datafusion::physical_plan::{collect, ExecutionPlan};
 
 use crate::error::FunctionError;
+use crate::level_progress::{LevelProgress, LevelStep};
 use crate::model_column::model_scalar;
 use crate::sql_options::TrainOptions;
 use crate::train_step::{StepOutcome, TrainStep};
@@ -59,7 +60,9 @@ impl LevelTraining {
         let mut found = Vec::new();
         plan.apply(|node| {
             if let LogicalPlan::Aggregate(aggregate) = node {
-                if let Some(call) = LevelCall::of(aggregate) {
+                // An aggregate read twice (a CTE) trains once.
+                let seen = found.iter().any(|(a, _)| a == aggregate);
+                if let Some(call) = LevelCall::of(aggregate).filter(|_| !seen) {
                     found.push((aggregate.clone(), call));
                 }
             }
@@ -93,15 +96,26 @@ impl LevelTraining {
         call: LevelCall,
         session: &dyn Session,
     ) -> Result<Option<LogicalPlan>> {
+        let progress = session.config().get_extension::<LevelProgress>();
+        let mut jobs = 1;
+        let report = |state: &LevelBoosting, jobs: usize| {
+            if let Some(progress) = &progress {
+                let (rounds_done, n_rounds, open_nodes) = (state.rounds_done(), state.n_rounds(), state.open_nodes());
+                progress.report(&LevelStep { jobs, rounds_done, n_rounds, open_nodes });
+            }
+        };
         let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {
             StepOutcome::Grow(state) => state,
             StepOutcome::OneNode(_) => return Ok(None),
         };
+        report(&state, jobs);
         while !state.is_done() {
             state = match self.step(aggregate, &call, state.to_bytes(), session).await? {
                 StepOutcome::Grow(state) => state,
                 StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
             };
+            jobs += 1;
+            report(&state, jobs);
         }
         let model = state.into_model(&call.params).exec(NAME)?;
         let field = aggregate.schema.field(0);
@@ -128,8 +142,19 @@ impl LevelTraining {
         state: Vec<u8>,
         session: &dyn Session,
     ) -> Result<StepOutcome> {
-        let args =
-            std::iter::once(Expr::Literal(ScalarValue::Binary(Some(state)), None)).chain(call.args.iter().cloned());
+        // An aggregate's arguments are made arrays of a batch's length, so its
+        // constants go as dictionaries: one value, a key per row.
+        let keyed = |value: ScalarValue| {
+            Expr::Literal(ScalarValue::Dictionary(Box::new(DataType::Int32), Box::new(value)), None)
+        };
+        let (options, columns) = call.args.split_last().expect("a level call has options");
+        let options = match options {
+            Expr::Literal(value, _) => keyed(value.clone()),
+            other => other.clone(),
+        };
+        let args = std::iter::once(keyed(ScalarValue::Binary(Some(state))))
+            .chain(columns.iter().cloned())
+            .chain(std::iter::once(options));
         let step = Expr::AggregateFunction(AggregateFunction::new_udf(
             self.step.clone(),
             args.collect(),

@@ -34,6 +34,7 @@ mod column_chunks;
 mod error;
 mod forest_importance;
 mod forest_info;
+mod level_progress;
 pub mod level_training;
 mod model_argument;
 mod model_cache;
@@ -51,6 +52,7 @@ use datafusion::prelude::SessionContext;
 
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
+pub use level_progress::{LevelProgress, LevelStep};
 pub use level_training::LevelTraining;
 pub use model_cache::ModelCache;
 pub use model_column::{model_bytes, model_type, ModelKind};

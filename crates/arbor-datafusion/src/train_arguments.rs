@@ -102,14 +102,20 @@ pub(crate) fn training_data(
 /// The value of a constant argument: a literal, or (where the expression
 /// arrives wrapped, as through the DataFusion FFI from datafusion-python) an
 /// expression that evaluates to a scalar without reading any row. A column
-/// evaluates to an array, so it is never taken for options.
+/// evaluates to an array, so it is never taken for options. A dictionary
+/// literal gives its value: level-wise training passes its large constants
+/// so, because an aggregate's arguments are repeated for every row of a
+/// batch, and a dictionary repeats only a key.
 pub(crate) fn constant(expr: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<ScalarValue> {
-    if let Some(literal) = expr.downcast_ref::<Literal>() {
-        return Some(literal.value().clone());
-    }
-    let empty = RecordBatch::new_empty(Arc::new(schema.clone()));
-    match expr.evaluate(&empty) {
-        Ok(ColumnarValue::Scalar(value)) => Some(value),
-        _ => None,
+    let value = match expr.downcast_ref::<Literal>() {
+        Some(literal) => literal.value().clone(),
+        None => match expr.evaluate(&RecordBatch::new_empty(Arc::new(schema.clone()))) {
+            Ok(ColumnarValue::Scalar(value)) => value,
+            _ => return None,
+        },
+    };
+    match value {
+        ScalarValue::Dictionary(_, value) => Some(*value),
+        value => Some(value),
     }
 }

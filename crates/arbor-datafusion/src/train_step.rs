@@ -96,6 +96,7 @@ impl AggregateUDFImpl for TrainStep {
         };
         let TrainArguments { names, types, weight, options } =
             TrainArguments::read(&args.exprs[1..], &args.expr_fields[1..], args.schema)?;
+        let state_size = state.len();
         let state = match state.is_empty() {
             true => None,
             false => Some(LevelBoosting::from_bytes(&state).exec(NAME)?),
@@ -107,6 +108,7 @@ impl AggregateUDFImpl for TrainStep {
             weight,
             params: options.params,
             state,
+            state_size,
             partial: None,
         }))
     }
@@ -157,6 +159,8 @@ struct TrainStepAccumulator {
     params: TrainParams,
     /// The state the step starts from; `None` for the first (summary) step.
     state: Option<LevelBoosting>,
+    /// The state's size as bytes: near what its trees and open nodes hold.
+    state_size: usize,
     arrays: Vec<ColumnChunks>,
     partial: Option<Partial>,
 }
@@ -230,7 +234,15 @@ impl Accumulator for TrainStepAccumulator {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.arrays.iter().map(ColumnChunks::size).sum::<usize>()
+        let partial = match &self.partial {
+            Some(Partial::Summary(summary)) => summary.heap_size(),
+            Some(Partial::Level(sums)) => sums.heap_size(),
+            None => 0,
+        };
+        std::mem::size_of_val(self)
+            + self.arrays.iter().map(ColumnChunks::size).sum::<usize>()
+            + self.state_size
+            + partial
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {

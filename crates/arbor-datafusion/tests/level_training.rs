@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use arbor_datafusion::LevelTraining;
+use arbor_datafusion::{LevelProgress, LevelStep, LevelTraining};
 use arbor_ensemble::Model;
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Float64Type;
@@ -116,14 +116,32 @@ async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
     );
     let (four, plans) = level_session(4);
     register(&four, "diamonds_reg", 50_000).await;
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let seen = reports.clone();
+    let progress = LevelProgress::new(move |step: &LevelStep| seen.lock().unwrap().push(*step));
+    four.state_ref().write().config_mut().set_extension(Arc::new(progress));
     let before = plans.load(Ordering::Relaxed);
     query(&four, &format!("CREATE TABLE m AS {train}")).await;
     // A summary, then one step per level (at most 4 per round), and the statement's own plans.
     let steps = plans.load(Ordering::Relaxed) - before;
     assert!((12..=44).contains(&steps), "{steps} plans");
+    // Every job is reported, in order, the last with every round done.
+    let jobs = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(jobs.len() < steps && jobs.len() >= 11, "{} reports for {steps} plans", jobs.len());
+    assert!(jobs.iter().enumerate().all(|(i, r)| r.jobs == i + 1 && r.n_rounds == 10));
+    assert!(jobs.windows(2).all(|w| w[0].rounds_done <= w[1].rounds_done));
+    let last = jobs.last().unwrap();
+    assert_eq!((last.rounds_done, last.open_nodes), (10, 0));
     let on_four = model(&four, "SELECT model FROM m").await;
     assert_eq!(on_four.trees().len(), 10);
     assert_eq!(on_four.training_rows(), 43_152);
+    // An aggregate read twice in one statement (a CTE) trains once.
+    let pairs = floats(&four, &format!(
+        "WITH t AS ({train}) SELECT CASE WHEN a.model IS NULL OR b.model IS NULL THEN 0 ELSE 1 END FROM t a CROSS JOIN t b"
+    ))
+    .await;
+    assert_eq!(pairs, [1.0]);
+    assert_eq!(reports.lock().unwrap().len(), jobs.len(), "the twice-read aggregate trained twice");
 
     let (three, _) = level_session(3);
     register(&three, "diamonds_reg", 50_000).await;

@@ -28,6 +28,14 @@ pub(crate) struct ExactHistograms {
     sums: Vec<i128>,
 }
 
+/// Whether `rows` values of magnitude at most `largest`, and their squares,
+/// sum exactly: each is a multiple of 2^-40 and the totals fit in an
+/// `i128` with a bit to spare.
+pub(crate) fn exact_sums_fit(largest: f64, rows: u64) -> bool {
+    let room = f64::powi(2.0, 126 - FRACTION_BITS) / (rows.max(1) as f64);
+    largest.is_finite() && largest.max(largest * largest) <= room
+}
+
 /// `x` as a fixed-point integer (finite values only: labels and scores are
 /// checked before gradients are taken).
 pub(crate) fn fixed(x: f64) -> i128 {
@@ -40,6 +48,11 @@ pub(crate) fn float(sum: i128) -> f64 {
 }
 
 impl ExactHistograms {
+    /// Bytes held on the heap.
+    pub(crate) fn heap_size(&self) -> usize {
+        self.sums.capacity() * std::mem::size_of::<i128>() + self.offsets.capacity() * std::mem::size_of::<usize>()
+    }
+
     /// Empty histograms for `nodes` open nodes over features of these bin counts.
     pub(crate) fn new(bins_per_feature: &[usize], nodes: usize) -> ExactHistograms {
         let mut offsets = Vec::with_capacity(bins_per_feature.len() + 1);

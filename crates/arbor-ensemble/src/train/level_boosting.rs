@@ -32,7 +32,7 @@ use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::{Boosting, Model};
 use crate::train::boosting::grow_settings;
-use crate::train::exact_histograms::{fixed, float, ExactHistograms};
+use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
@@ -64,6 +64,9 @@ pub struct LevelSummary {
     /// Regression: `Σ w·y` and `Σ w`, fixed-point.
     weighted_sum: i128,
     weight_total: i128,
+    /// The largest `|w|` and, for regression, `|w·y|` of any row: what
+    /// decides whether exact sums have room ([`exact_sums_fit`]).
+    largest: f64,
     rows: u64,
     skipped_null_labels: u64,
 }
@@ -98,13 +101,18 @@ impl LevelSummary {
             Target::Classes(labels) => {
                 let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
                 let mut totals = vec![0i128; names.len()];
-                labels.iter().enumerate().for_each(|(r, &c)| totals[c as usize] += fixed(weight(r)));
+                for (r, &c) in labels.iter().enumerate() {
+                    totals[c as usize] = totals[c as usize].saturating_add(fixed(weight(r)));
+                    summary.largest = summary.largest.max(weight(r).abs());
+                }
                 summary.class_weights = names.into_iter().zip(totals).collect();
             }
             Target::Values(y) => {
+                // Saturating: sums too large to be exact are refused by `start` anyway.
                 for (r, &y) in y.iter().enumerate() {
-                    summary.weighted_sum += fixed(weight(r) * y);
-                    summary.weight_total += fixed(weight(r));
+                    summary.weighted_sum = summary.weighted_sum.saturating_add(fixed(weight(r) * y));
+                    summary.weight_total = summary.weight_total.saturating_add(fixed(weight(r)));
+                    summary.largest = summary.largest.max(weight(r).abs()).max((weight(r) * y).abs());
                 }
             }
         }
@@ -150,13 +158,24 @@ impl LevelSummary {
             *mine = smallest(std::mem::take(mine));
         }
         for (class, weight) in other.class_weights {
-            *self.class_weights.entry(class).or_default() += weight;
+            let total = self.class_weights.entry(class).or_default();
+            *total = total.saturating_add(weight);
         }
-        self.weighted_sum += other.weighted_sum;
-        self.weight_total += other.weight_total;
+        self.weighted_sum = self.weighted_sum.saturating_add(other.weighted_sum);
+        self.weight_total = self.weight_total.saturating_add(other.weight_total);
+        self.largest = self.largest.max(other.largest);
         self.rows += other.rows;
         self.skipped_null_labels = skipped;
         Ok(())
+    }
+
+    /// Bytes the summary holds on the heap, for a memory pool's accounting.
+    pub fn heap_size(&self) -> usize {
+        let samples: usize = self.samples.iter().map(|s| s.capacity() * std::mem::size_of::<(u64, f64)>()).sum();
+        let names = |s: &String| s.capacity() + std::mem::size_of::<String>();
+        let categories: usize = self.categories.iter().flatten().flat_map(|c| c.iter().map(names)).sum();
+        let classes: usize = self.class_weights.keys().map(|k| names(k) + std::mem::size_of::<i128>()).sum();
+        samples + categories + classes
     }
 
     /// The summary as bytes, for an aggregate's state.
@@ -298,6 +317,11 @@ impl LevelHistograms {
         self.0.merge(&other.0)
     }
 
+    /// Bytes the sums hold on the heap, for a memory pool's accounting.
+    pub fn heap_size(&self) -> usize {
+        self.0.heap_size()
+    }
+
     /// The sums as bytes, for an aggregate's state.
     pub fn to_bytes(&self) -> Vec<u8> {
         self.0.to_bytes()
@@ -347,6 +371,15 @@ impl LevelBoosting {
         let n_classes = label.classes.as_ref().map_or(0, Classes::len);
         if task == Task::Classification && n_classes < 2 {
             return Ok(LevelStart::OneNode("the label holds a single class".into()));
+        }
+        // A squared-error gradient is `w·(prediction − y)`, predictions staying
+        // near the labels' range: 4·|w·y| leaves room for both and for overshoot.
+        let gradient = if task == Task::Regression { 4.0 * summary.largest } else { summary.largest };
+        if !exact_sums_fit(gradient, summary.rows) {
+            return Ok(LevelStart::OneNode(format!(
+                "label '{}': values up to {:e} (times their weights) are too large to sum exactly over {} rows",
+                label.name, summary.largest, summary.rows
+            )));
         }
         let loss = bp.resolve_loss(task, n_classes)?;
         let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
@@ -428,6 +461,16 @@ impl LevelBoosting {
         self.trees.len() / self.outputs
     }
 
+    /// Rounds the model will have.
+    pub fn n_rounds(&self) -> usize {
+        self.n_rounds
+    }
+
+    /// Nodes the next level job sums histograms for.
+    pub fn open_nodes(&self) -> usize {
+        self.open.len()
+    }
+
     /// The open nodes' histograms over one piece of the rows: each row
     /// scored by the finished trees, its derivatives taken, and summed into
     /// the open node it reaches in each growing tree.
@@ -476,6 +519,16 @@ impl LevelBoosting {
             })
             .collect();
         drop(raw);
+        let rows_total = self.training_rows.max(n as u64);
+        for (grad, hess) in &derivatives {
+            let worst = grad.iter().chain(hess).map(|d| d.abs()).fold(0.0, f64::max);
+            if grad.iter().chain(hess).any(|d| !d.is_finite()) || !exact_sums_fit(worst, rows_total) {
+                return Err(ArborError::Data(format!(
+                    "label '{}': a gradient of {worst:e} is too large to sum exactly over {rows_total} rows",
+                    self.label.name
+                )));
+            }
+        }
         // Each growing tree's open nodes by node index.
         let mut slot_of: Vec<Vec<u32>> = self.growing.iter().map(|g| vec![u32::MAX; g.tree.nodes.len()]).collect();
         for (slot, open) in self.open.iter().enumerate() {
@@ -556,9 +609,10 @@ impl LevelBoosting {
         }
         let settings = grow_settings(&params.boosting, self.features.len());
         let criterion = settings.criterion;
-        let mappers: Vec<BinMapper> = self.features.iter().map(|f| f.mapper.clone()).collect();
+        let mappers: Vec<&BinMapper> = self.features.iter().map(|f| &f.mapper).collect();
         let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
-        let constraints = if settings.charges_categories(&mappers) { &per_degree } else { &settings.constraints };
+        let constraints =
+            if settings.charges_categories(mappers.iter().copied()) { &per_degree } else { &settings.constraints };
         let mut next = Vec::new();
         for (slot, open) in std::mem::take(&mut self.open).into_iter().enumerate() {
             let stats = sums.node_stats(slot);
@@ -859,5 +913,37 @@ mod tests {
         assert!(error.contains("corrupt"), "{error}");
         assert!(LevelSummary::from_bytes(&[0xff; 9]).is_err());
         assert!(LevelHistograms::from_bytes(&[7; 20]).is_err());
+    }
+
+    /// `table`'s rows with the regression label multiplied by `scale`.
+    fn scaled(n: usize, scale: f64) -> RecordBatch {
+        let batch = table(n);
+        let y = batch.column_by_name("y").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+        let y: Float64Array = y.values().iter().map(|v| Some(v * scale)).collect();
+        let mut columns = batch.columns().to_vec();
+        columns[3] = Arc::new(y);
+        RecordBatch::try_new(batch.schema(), columns).unwrap()
+    }
+
+    /// Labels whose gradients could overflow the exact sums train on one
+    /// node (the summary tells before any level runs); a piece whose
+    /// gradients outgrow what the summary promised is an error naming the
+    /// label, never a wrapped sum.
+    #[test]
+    fn labels_too_large_for_exact_sums_are_refused() {
+        let trainer = trainer("algorithm=gradient-boosting n_rounds=2", "y");
+        let params = trainer.params().clone();
+        let start = |scale: f64| {
+            let data = trainer.training_data(vec![scaled(500, scale)]).unwrap();
+            LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap()
+        };
+        // Labels near 4e10 fit over 500 rows; near 4e13 they do not.
+        assert!(matches!(start(1e9), LevelStart::Grow(_)));
+        let LevelStart::OneNode(reason) = start(1e12) else { panic!("4e13 labels cannot be summed exactly") };
+        assert!(reason.contains("label 'y'") && reason.contains("too large"), "{reason}");
+        let LevelStart::Grow(state) = start(1.0) else { panic!("grows") };
+        let huge = trainer.training_data(vec![scaled(500, 1e12)]).unwrap();
+        let error = state.histograms(&huge).unwrap_err().to_string();
+        assert!(error.contains("label 'y'") && error.contains("too large"), "{error}");
     }
 }

@@ -88,10 +88,13 @@ impl GrowSettings {
     /// Whether subset splits are charged at all: a penalty is set, splits
     /// are searched (not drawn), and some feature has more than
     /// `UNCHARGED_DEGREES + 1` categories.
-    pub(crate) fn charges_categories(&self, mappers: &[arbor_quantize::BinMapper]) -> bool {
+    pub(crate) fn charges_categories<'a>(
+        &self,
+        mappers: impl IntoIterator<Item = &'a arbor_quantize::BinMapper>,
+    ) -> bool {
         self.category_penalty > 0.0
             && !self.random_splitter
-            && mappers.iter().any(|m| m.is_categorical() && m.n_bins() > UNCHARGED_DEGREES + 2)
+            && mappers.into_iter().any(|m| m.is_categorical() && m.n_bins() > UNCHARGED_DEGREES + 2)
     }
 }
 
