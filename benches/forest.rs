@@ -1,6 +1,6 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
 //! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
-//! prediction (and the forest's walk at every SIMD level), loading a
+//! the jobs of level-wise (cluster) boosting, prediction (and the forest's walk at every SIMD level), loading a
 //! model, and explaining predictions (TreeSHAP), on the bundled NYC flights data.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
@@ -9,7 +9,7 @@ use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use arbor::ensemble::{Model, TrainParams, Trainer, TrainingData};
+use arbor::ensemble::{LevelBoosting, LevelStart, LevelSummary, Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
 use arbor::kernels::{
     build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins,
@@ -239,6 +239,35 @@ fn boosting(c: &mut Criterion) {
     group.finish();
 }
 
+/// One piece's work in the jobs of level-wise boosting (what each cluster
+/// task does per job), on all of flights' training rows as one piece: the
+/// first job's summary, and a level's histograms at the root of round 1
+/// and of round 10, where every row is first scored by the 9 finished
+/// trees. Throughput is in rows.
+fn level_jobs(c: &mut Criterion) {
+    let batch = flights("flights_cls_train.parquet");
+    let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap();
+    let data = Trainer::new(params.clone()).training_data(&batch).unwrap();
+    let mut group = c.benchmark_group("level");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(data.n_rows() as u64));
+    group.bench_function("flights_summary", |b| b.iter(|| black_box(LevelSummary::of(&data))));
+    let LevelStart::Grow(mut state) = LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap() else {
+        panic!("flights boosts level by level")
+    };
+    group.bench_function(BenchmarkId::new("flights_histograms_round", 1), |b| {
+        b.iter(|| black_box(state.histograms(&data).unwrap()))
+    });
+    while state.rounds_done() < 9 {
+        let sums = state.histograms(&data).unwrap();
+        state.grow(&params, &sums).unwrap();
+    }
+    group.bench_function(BenchmarkId::new("flights_histograms_round", 10), |b| {
+        b.iter(|| black_box(state.histograms(&data).unwrap()))
+    });
+    group.finish();
+}
+
 fn prediction(c: &mut Criterion) {
     let train_batch = flights("flights_cls_train.parquet");
     let test = flights("flights_cls_test.parquet");
@@ -297,5 +326,15 @@ fn contributions(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, histogram, memory_bandwidth, preparation, training, boosting, prediction, contributions);
+criterion_group!(
+    benches,
+    histogram,
+    memory_bandwidth,
+    preparation,
+    training,
+    boosting,
+    level_jobs,
+    prediction,
+    contributions
+);
 criterion_main!(benches);

@@ -6,6 +6,10 @@
 //! of them (the first step, with an empty `state`) or the exact gradient
 //! histograms of the level's open nodes; the final aggregate merges those
 //! and returns the next state. No partition sends its rows anywhere.
+//!
+//! `state` and the options are constants; the driver passes them as
+//! dictionary literals, which a batch repeats as one key per row rather
+//! than the whole state per row.
 
 use std::sync::Arc;
 
