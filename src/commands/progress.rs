@@ -30,6 +30,12 @@ pub fn level_rounds() -> arbor_datafusion::LevelProgress {
     let shown: Mutex<Option<ProgressBar>> = Mutex::new(None);
     arbor_datafusion::LevelProgress::new(move |step| {
         let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A model's first job: a bar left by a model whose training failed is dropped.
+        if step.jobs == 1 {
+            if let Some(stale) = shown.take() {
+                stale.abandon();
+            }
+        }
         let rounds = shown.get_or_insert_with(|| bar(step.n_rounds as u64, "rounds"));
         rounds.set_position(step.rounds_done as u64);
         rounds.set_message(format!("level job {}, {} open nodes", step.jobs, step.open_nodes));
