@@ -9,7 +9,7 @@ use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use arbor::ensemble::{LevelBoosting, LevelStart, LevelSummary, Model, TrainParams, Trainer, TrainingData};
+use arbor::ensemble::{LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_level, Level};
 use arbor::kernels::{
     build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins,
@@ -239,11 +239,12 @@ fn boosting(c: &mut Criterion) {
     group.finish();
 }
 
-/// One piece's work in the jobs of level-wise boosting (what each cluster
+/// One piece's work in the jobs of level-wise training (what each cluster
 /// task does per job), on all of flights' training rows as one piece: the
-/// first job's summary, and a level's histograms at the root of round 1
-/// and of round 10, where every row is first scored by the 9 finished
-/// trees. Throughput is in rows.
+/// first job's summary; boosting's histograms at the root of round 1 and
+/// of round 10, where every row is first scored by the 9 finished trees;
+/// a 20-tree forest's sums at its roots and at its second level. Throughput
+/// is in rows.
 fn level_jobs(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
     let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap();
@@ -252,18 +253,30 @@ fn level_jobs(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(data.n_rows() as u64));
     group.bench_function("flights_summary", |b| b.iter(|| black_box(LevelSummary::of(&data))));
-    let LevelStart::Grow(mut state) = LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap() else {
-        panic!("flights boosts level by level")
+    let start = |params: &TrainParams| match LevelState::start(params, LevelSummary::of(&data)).unwrap() {
+        LevelStart::Grow(state) => state,
+        LevelStart::OneNode(reason) => panic!("flights trains level by level: {reason}"),
     };
+    let mut state = start(&params);
     group.bench_function(BenchmarkId::new("flights_histograms_round", 1), |b| {
-        b.iter(|| black_box(state.histograms(&data).unwrap()))
+        b.iter(|| black_box(state.sums(&data).unwrap()))
     });
-    while state.rounds_done() < 9 {
-        let sums = state.histograms(&data).unwrap();
-        state.grow(&params, &sums).unwrap();
+    while state.standing().done < 9 {
+        let sums = state.sums(&data).unwrap();
+        state.grow(&params, sums).unwrap();
     }
     group.bench_function(BenchmarkId::new("flights_histograms_round", 10), |b| {
-        b.iter(|| black_box(state.histograms(&data).unwrap()))
+        b.iter(|| black_box(state.sums(&data).unwrap()))
+    });
+    let params = TrainParams::parse_options("n_trees=20").unwrap();
+    let mut state = start(&params);
+    group.bench_function(BenchmarkId::new("flights_forest_sums_level", 0), |b| {
+        b.iter(|| black_box(state.sums(&data).unwrap()))
+    });
+    let sums = state.sums(&data).unwrap();
+    state.grow(&params, sums).unwrap();
+    group.bench_function(BenchmarkId::new("flights_forest_sums_level", 1), |b| {
+        b.iter(|| black_box(state.sums(&data).unwrap()))
     });
     group.finish();
 }

@@ -208,7 +208,7 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
     let (train, test) = flights(&data);
     let tables = tables(&train, &test);
 
-    // Random forest, grown in parts on the executors; gradient boosting.
+    // A random forest and gradient boosting, both grown level by level on the executors.
     for (name, options) in
         [("rf", "n_trees=16 max_depth=12 seed=4"), ("gbt", "algorithm=gradient-boosting n_rounds=20")]
     {
@@ -224,11 +224,11 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
             assert_eq!(scored_on_cluster.lines().count(), 5_001);
             assert_eq!(scored_on_cluster, scored_on_one_node, "{name}: {}", model.display());
         }
-        if name == "gbt" {
+        {
             // The cluster trained level by level on the executors, summing
             // exact histograms: another model than one node's, as accurate.
             let model = |p: &Path| arbor_ensemble::Model::from_bytes(&model_bytes(p)).unwrap();
-            assert!(model(&on_cluster).trees() != model(&on_one_node).trees(), "boosting trains level by level");
+            assert!(model(&on_cluster).trees() != model(&on_one_node).trees(), "{name} trains level by level");
             let labels = read(&test);
             let labels = labels.column_by_name("label").unwrap();
             let labels = arrow::compute::cast(labels, &DataType::Float64).unwrap();
@@ -244,9 +244,10 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
                 right as f64 / labels.len() as f64
             };
             let (cluster_accuracy, single_accuracy) = (accuracy(&on_cluster), accuracy(&on_one_node));
+            eprintln!("{name} accuracy: cluster {cluster_accuracy}, one node {single_accuracy}");
             assert!(
-                (cluster_accuracy - single_accuracy).abs() <= 0.002,
-                "boosting accuracy: cluster {cluster_accuracy}, one node {single_accuracy}"
+                cluster_accuracy >= single_accuracy - 0.002,
+                "{name} accuracy: cluster {cluster_accuracy}, one node {single_accuracy}"
             );
         }
     }
@@ -254,9 +255,9 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
 
 #[test]
 fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
-    // A forest grown in parts, and boosting trained level by level (the
-    // victim dies in its first jobs; the other executor runs the rest).
-    for options in ["n_trees=64 max_depth=16 seed=8", "algorithm=gradient-boosting n_rounds=5"] {
+    // A forest and boosting, both trained level by level (the victim dies
+    // in its first jobs; the other executor runs the rest).
+    for options in ["n_trees=16 max_depth=12 seed=8", "algorithm=gradient-boosting n_rounds=5"] {
         let mut cluster = Cluster::start();
         let data = cluster.dir.path().join("data");
         let (train, test) = flights(&data);

@@ -36,7 +36,7 @@ pub fn level_rounds() -> arbor_datafusion::LevelProgress {
                 stale.abandon();
             }
         }
-        let rounds = shown.get_or_insert_with(|| bar(step.n_rounds as u64, "rounds"));
+        let rounds = shown.get_or_insert_with(|| bar(step.n_rounds as u64, step.unit));
         rounds.set_position(step.rounds_done as u64);
         rounds.set_message(format!("level job {}, {} open nodes", step.jobs, step.open_nodes));
         if step.open_nodes == 0 {

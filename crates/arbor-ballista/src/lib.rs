@@ -6,12 +6,13 @@
 //! - [`session_state`]: a Ballista session state with arbor's functions, the
 //!   cluster's `train_forest` ([`TrainForest::distributed`]) and the planner
 //!   rule that tells it how many partitions the rows arrive in
-//!   ([`PartitionedTraining`]); the scheduler builds every session from it;
+//!   ([`PartitionedTraining`]), for forests grown as sub-forests; the
+//!   scheduler builds every session from it;
 //! - [`function_registry`]: the same functions for an executor;
 //! - [`standalone`] and [`remote`]: client sessions, on an in-process
 //!   cluster (for tests) or on a running scheduler (`df://HOST:PORT`), whose
-//!   planner trains gradient boosting level by level on the executors
-//!   ([`LevelTraining`]) before Ballista runs the statement;
+//!   planner trains random forests and gradient boosting level by level on
+//!   the executors ([`LevelTraining`]) before Ballista runs the statement;
 //! - [`run_scheduler`] and [`run_executor`]: the processes behind
 //!   `arbor cluster scheduler|executor`, taking Ballista's own flags.
 //!

@@ -5,11 +5,15 @@ use std::sync::Arc;
 
 use arbor_datafusion::{LevelTraining, TrainForest, TrainStep};
 use ballista::prelude::SessionContextExt;
+use ballista_core::extension::SessionStateExt;
 use ballista_core::extension::{
     ballista_aggregate_functions, ballista_scalar_functions, ballista_window_functions, SessionConfigExt,
 };
 use ballista_core::registry::BallistaFunctionRegistry;
-use datafusion::error::Result;
+use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
+use ballista_executor::new_standalone_executor_from_state;
+use ballista_scheduler::standalone::new_standalone_scheduler_from_state;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::execution::FunctionRegistry;
@@ -24,12 +28,16 @@ use crate::partitioned_training::PartitionedTraining;
 pub const GRPC_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
 /// A Ballista session configuration with the settings arbor's models need:
-/// large gRPC messages, and the static planner (Ballista's adaptive planner
-/// plans with its own physical rules, without [`PartitionedTraining`]).
+/// large gRPC messages; shuffles read through Arrow Flight (Ballista 55's
+/// block reader failed on a partition holding a forest level's 10 MiB
+/// partial sums: it found no schema within its 8 MiB limit); and the static
+/// planner (Ballista's adaptive planner plans with its own physical rules,
+/// without [`PartitionedTraining`]).
 pub fn session_config() -> SessionConfig {
     SessionConfig::new_with_ballista()
         .with_ballista_grpc_client_max_message_size(GRPC_MAX_MESSAGE_SIZE)
         .with_ballista_adaptive_query_planner(false)
+        .with_ballista_shuffle_reader_remote_prefer_flight(true)
 }
 
 /// `config`'s session with arbor's functions and the planner rule of
@@ -54,7 +62,7 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
         .build();
     arbor_datafusion::register_all(&mut state)?;
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainForest::distributed())))?;
-    // The steps of level-wise boosting ([`LevelTraining`]), which executors run.
+    // The steps of level-wise training ([`LevelTraining`]), which executors run.
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainStep::new())))?;
     Ok(state)
 }
@@ -71,9 +79,38 @@ pub fn function_registry() -> Result<BallistaFunctionRegistry> {
 
 /// A session on an in-process cluster (a scheduler and an executor with
 /// `parallelism` task slots) that knows arbor's functions.
+///
+/// Built as Ballista's `standalone_with_state` builds it, except that the
+/// executor's client of the scheduler takes messages of up to
+/// [`GRPC_MAX_MESSAGE_SIZE`] (Ballista leaves it at tonic's 4 MiB, and a
+/// task that carries a forest's training state is larger: the executor
+/// would never receive it, and the job would wait forever).
 pub async fn standalone(parallelism: usize) -> Result<SessionContext> {
     let config = session_config().with_ballista_standalone_parallelism(parallelism).with_target_partitions(parallelism);
-    with_arbor(SessionContext::standalone_with_state(session_state(config)?).await?)
+    let state = session_state(config)?;
+    let address = new_standalone_scheduler_from_state(&state).await.map_err(|e| config_error(e.to_string()))?;
+    let url = format!("http://localhost:{}", address.port());
+    let mut attempts = 0;
+    let scheduler = loop {
+        match SchedulerGrpcClient::connect(url.clone()).await {
+            Ok(client) => break client,
+            Err(e) if attempts >= 100 => return Err(config_error(format!("the in-process scheduler at {url}: {e}"))),
+            Err(_) => {
+                attempts += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let scheduler =
+        scheduler.max_decoding_message_size(GRPC_MAX_MESSAGE_SIZE).max_encoding_message_size(GRPC_MAX_MESSAGE_SIZE);
+    new_standalone_executor_from_state(scheduler, parallelism, &state)
+        .await
+        .map_err(|e| config_error(e.to_string()))?;
+    with_arbor(SessionContext::new_with_state(state.upgrade_for_ballista(url)?))
+}
+
+fn config_error(message: String) -> DataFusionError {
+    DataFusionError::Configuration(message)
 }
 
 /// A session on the cluster whose scheduler listens at `url` (`df://HOST:PORT`).
@@ -83,8 +120,8 @@ pub async fn remote(url: &str) -> Result<SessionContext> {
 
 /// `ctx` with arbor's functions again (Ballista's upgrade of a client
 /// session replaces its functions by Ballista's defaults), and a planner
-/// that trains gradient boosting level by level on the executors before
-/// Ballista plans the statement ([`LevelTraining`]).
+/// that trains forests and gradient boosting level by level on the
+/// executors before Ballista plans the statement ([`LevelTraining`]).
 fn with_arbor(ctx: SessionContext) -> Result<SessionContext> {
     arbor_datafusion::register(&ctx);
     ctx.register_udaf(AggregateUDF::new_from_impl(TrainForest::distributed()));

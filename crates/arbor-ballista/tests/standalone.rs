@@ -27,7 +27,7 @@ async fn register(ctx: &SessionContext, split: &Split) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn random_forest_trains_in_parts_and_scores_like_one_node() {
+async fn random_forest_trains_level_by_level_and_scores_like_one_node() {
     let split = flights(4);
     let cluster = arbor_ballista::standalone(2).await.unwrap();
     let single = single_node();
@@ -36,11 +36,7 @@ async fn random_forest_trains_in_parts_and_scores_like_one_node() {
     let features = "month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time, carrier, origin, dest, distance, hour, minute";
     let train = format!("SELECT train_forest(label, {features}, 'n_trees=24 max_depth=14 seed=5') AS model FROM train");
 
-    // The cluster grew the forest in parts (two partitions, 12 trees each), merged.
-    // The rows reach the partial aggregates hashed by their values.
-    let explained = query(&cluster, &format!("EXPLAIN {train}")).await;
-    let explained = arrow::util::pretty::pretty_format_batches(&explained).unwrap().to_string();
-    assert!(explained.contains("partitioning: Hash([label@"), "{explained}");
+    // The cluster grew every tree a level per job on the executors.
     let distributed = model(&cluster, &train).await;
     assert_eq!(distributed.trees().len(), 24);
     assert_eq!(distributed.param("n_trees"), Some("24"));
@@ -128,7 +124,7 @@ async fn gradient_boosting_trains_level_by_level_on_the_executors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn regression_forest_in_parts_is_within_one_percent() {
+async fn regression_forest_on_the_cluster_is_within_one_percent() {
     let split = diamonds(4);
     let cluster = arbor_ballista::standalone(2).await.unwrap();
     let single = single_node();
@@ -143,10 +139,13 @@ async fn regression_forest_in_parts_is_within_one_percent() {
     let rmse_cluster = column_f64(&query(&cluster, &scored).await, 0)[0];
     let rmse_single = column_f64(&query(&single, &scored).await, 0)[0];
     eprintln!("diamonds RF RMSE: cluster {rmse_cluster:.4}, single node {rmse_single:.4}");
-    // Two parts of about 21,576 rows: each tree sees half the rows. The
-    // issue's goal is 1%; this measures 8% (0.1090 against 0.1008), a known
-    // gap of growing regression forests in parts (see the README).
-    assert!(rmse_cluster <= rmse_single * 1.10, "cluster {rmse_cluster} against single node {rmse_single}");
+    // Level by level, every tree sees every row: as accurate as one node.
+    assert!(rmse_cluster <= rmse_single * 1.01, "cluster {rmse_cluster} against single node {rmse_single}");
+    // Sub-forests asked for (`parts`), each tree sees one partition's rows.
+    let in_parts = scored.replace("'n_trees=24 seed=9'", "'n_trees=24 seed=9 parts=2'");
+    let rmse_parts = column_f64(&query(&cluster, &in_parts).await, 0)[0];
+    eprintln!("diamonds RF RMSE in two sub-forests: {rmse_parts:.4}");
+    assert!(rmse_parts <= rmse_single * 1.15, "sub-forests {rmse_parts} against single node {rmse_single}");
 }
 
 #[tokio::test]
@@ -155,9 +154,15 @@ async fn the_planner_tells_train_forest_its_partitions() {
     let config = arbor_ballista::session_config().with_target_partitions(2);
     let ctx = SessionContext::new_with_state(arbor_ballista::session_state(config).unwrap());
     register(&ctx, &split).await;
+    // The scheduler's session (no level-wise planner: a client's plans
+    // arrive trained) grows forests as sub-forests: what a client's forests
+    // that cannot grow level by level (out-of-bag, extra trees) become.
     for (sql, expected) in [
-        ("SELECT train_forest(label, month, dest, 'n_trees=8') FROM train", "n_trees=8 parts=2"),
-        ("SELECT train_forest(label, month, dest) FROM train", "parts=2"),
+        ("SELECT train_forest(label, month, dest, 'n_trees=8 oob=true') FROM train", "n_trees=8 oob=true parts=2"),
+        (
+            "SELECT train_forest(label, month, dest, 'n_trees=6 splitter=random') FROM train",
+            "n_trees=6 splitter=random parts=2",
+        ),
     ] {
         // The partial and the final aggregate both see the planner's option
         // (EXPLAIN shows an aggregate's original name, so the plan is walked).
@@ -171,6 +176,11 @@ async fn the_planner_tells_train_forest_its_partitions() {
             assert_eq!(model(&ctx, sql).await.to_bytes(), first.to_bytes(), "{sql} is deterministic");
         }
     }
+    // Without an options literal the option comes as a new argument (a
+    // GROUP BY keeps the forest from growing level by level).
+    let grouped = "SELECT origin, train_forest(label, month, dest) FROM train GROUP BY origin";
+    let plan = ctx.sql(grouped).await.unwrap().create_physical_plan().await.unwrap();
+    assert_eq!(train_forest_options(&plan), vec!["parts=2".to_owned(), "parts=2".to_owned()]);
 }
 
 /// The options literal of every `train_forest` in a physical plan.

@@ -9,10 +9,12 @@ use std::sync::Arc;
 pub struct LevelStep {
     /// Jobs run so far for this model: the summary, then one per level.
     pub jobs: usize,
-    /// Rounds whose trees are finished.
+    /// Rounds (boosting) or trees (a forest) finished.
     pub rounds_done: usize,
-    /// Rounds the model will have.
+    /// Rounds or trees the model will have.
     pub n_rounds: usize,
+    /// What is counted: `"rounds"` or `"trees"`.
+    pub unit: &'static str,
     /// Nodes the next level job sums histograms for (0 once training is done).
     pub open_nodes: usize,
 }

@@ -1,21 +1,25 @@
-//! Data-parallel gradient boosting for sessions whose tables are spread
-//! over many workers (a Ballista cluster): a query planner that trains a
-//! `train_forest(..., 'algorithm=gradient-boosting ...')` without GROUP BY
-//! level by level before the statement runs.
+//! Data-parallel training for sessions whose tables are spread over many
+//! workers (a Ballista cluster): a query planner that trains a
+//! `train_forest(...)` without GROUP BY level by level before the statement
+//! runs. Gradient boosting grows each round's trees a level per job; a
+//! random forest grows all its trees a level per job, and finishes nodes
+//! small enough from their rows (PLANET).
 //!
 //! The planner wraps another (Ballista's, or DataFusion's own). For each
 //! such aggregate in a statement it runs one small query per step through
 //! the wrapped planner: `SELECT arbor_train_step(<state>, label, features...)
 //! FROM <the aggregate's input>`, first to summarize the rows, then once per
-//! tree level. Every partition sums its own rows; only summaries and
-//! histograms move. The finished model then replaces the aggregate as a
-//! literal, and the statement runs as written around it. Options that need
-//! every row in one place, a single class or no rows leave the aggregate to
-//! train as it always does.
+//! tree level. Every partition sums its own rows; only summaries,
+//! histograms and the rows of a forest's small nodes (binned) move, to the
+//! final aggregate that grows the level. The finished model then replaces
+//! the aggregate as a literal, and the statement runs as written around
+//! it. Options that need every row in one place, a single class, no rows,
+//! or a forest too large to finish its small nodes in one task leave the
+//! aggregate to train as it always does (on a cluster: as sub-forests).
 
 use std::sync::Arc;
 
-use arbor_ensemble::{Algorithm, LevelBoosting, TrainParams};
+use arbor_ensemble::{Algorithm, LevelState, TrainParams};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use async_trait::async_trait;
@@ -37,7 +41,7 @@ use crate::train_step::{StepOutcome, TrainStep};
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
 
-/// A query planner that trains gradient boosting level by level over the
+/// A query planner that trains forests and gradient boosting level by level over the
 /// partitions of its input (see the module's documentation), then plans
 /// the statement with the planner it wraps.
 #[derive(Debug)]
@@ -98,10 +102,12 @@ impl LevelTraining {
     ) -> Result<Option<LogicalPlan>> {
         let progress = session.config().get_extension::<LevelProgress>();
         let mut jobs = 1;
-        let report = |state: &LevelBoosting, jobs: usize| {
+        let report = |state: &LevelState, jobs: usize| {
             if let Some(progress) = &progress {
-                let (rounds_done, n_rounds, open_nodes) = (state.rounds_done(), state.n_rounds(), state.open_nodes());
-                progress.report(&LevelStep { jobs, rounds_done, n_rounds, open_nodes });
+                let standing = state.standing();
+                let (rounds_done, n_rounds, open_nodes) = (standing.done, standing.total, standing.open_nodes);
+                let unit = if matches!(state, LevelState::Boosting(_)) { "rounds" } else { "trees" };
+                progress.report(&LevelStep { jobs, rounds_done, n_rounds, unit, open_nodes });
             }
         };
         let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {
@@ -193,7 +199,8 @@ struct LevelCall {
 impl LevelCall {
     /// The call an aggregate makes, if it is one `train_forest` without
     /// GROUP BY, DISTINCT, FILTER or ORDER BY, whose options ask for
-    /// gradient boosting that can train level by level.
+    /// training that can go level by level. A forest whose options name
+    /// `parts` asked for sub-forests, one per partition, and is left to them.
     fn of(aggregate: &Aggregate) -> Option<LevelCall> {
         if !aggregate.group_expr.is_empty() || aggregate.aggr_expr.len() != 1 {
             return None;
@@ -216,8 +223,8 @@ impl LevelCall {
             return None;
         };
         let options = TrainOptions::parse(options).ok()?;
-        let boosting = options.params.algorithm.0 == Algorithm::GradientBoosting;
-        (boosting && LevelBoosting::unsupported(&options.params).is_none())
+        let sub_forests = options.parts.is_some() && options.params.algorithm.0 == Algorithm::RandomForest;
+        (!sub_forests && LevelState::unsupported(&options.params).is_none())
             .then(|| LevelCall { args: params.args.clone(), params: options.params })
     }
 }

@@ -1,11 +1,12 @@
-//! `arbor_train_step(state, label, feature, ... [, 'options'])`: one step of
-//! gradient boosting trained level by level over a table's partitions (see
-//! [`crate::level_training`], which drives the steps).
+//! `arbor_train_step(state, label, feature, ... [, 'options'])`: one step
+//! of a forest or gradient boosting trained level by level over a table's
+//! partitions (see [`crate::level_training`], which drives the steps).
 //!
 //! Each partial aggregate reads its own rows only and passes on a summary
-//! of them (the first step, with an empty `state`) or the exact gradient
-//! histograms of the level's open nodes; the final aggregate merges those
-//! and returns the next state. No partition sends its rows anywhere.
+//! of them (the first step, with an empty `state`) or the level's sums:
+//! exact histograms of the open nodes and, for a forest, the binned rows of
+//! its small nodes. The final aggregate merges those and returns the next
+//! state. Beyond a forest's small nodes, no row leaves its partition.
 //!
 //! `state` and the options are constants; the driver passes them as
 //! dictionary literals, which a batch repeats as one key per row rather
@@ -13,7 +14,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, LevelBoosting, LevelHistograms, LevelStart, LevelSummary, TrainParams};
+use arbor_ensemble::{ArborError, LevelStart, LevelState, LevelSummary, LevelSums, TrainParams};
 use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
@@ -35,7 +36,7 @@ const NAME: &str = "train_forest";
 #[derive(Debug)]
 pub enum StepOutcome {
     /// Training goes on (or is done) from this state.
-    Grow(Box<LevelBoosting>),
+    Grow(Box<LevelState>),
     /// The rows or options need training on one node, for this reason.
     OneNode(String),
 }
@@ -52,7 +53,7 @@ impl StepOutcome {
     /// An outcome read back from a step's result; corrupt bytes are an error.
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<StepOutcome, ArborError> {
         match bytes.split_first() {
-            Some((0, state)) => Ok(StepOutcome::Grow(Box::new(LevelBoosting::from_bytes(state)?))),
+            Some((0, state)) => Ok(StepOutcome::Grow(Box::new(LevelState::from_bytes(state)?))),
             Some((1, reason)) => Ok(StepOutcome::OneNode(String::from_utf8_lossy(reason).into_owned())),
             _ => Err(ArborError::Data("a training step's result is corrupt".into())),
         }
@@ -103,7 +104,7 @@ impl AggregateUDFImpl for TrainStep {
         let state_size = state.len();
         let state = match state.is_empty() {
             true => None,
-            false => Some(LevelBoosting::from_bytes(&state).exec(NAME)?),
+            false => Some(LevelState::from_bytes(&state).exec(NAME)?),
         };
         Ok(Box::new(TrainStepAccumulator {
             arrays: vec![ColumnChunks::default(); names.len()],
@@ -126,7 +127,7 @@ impl AggregateUDFImpl for TrainStep {
 #[derive(Debug)]
 enum Partial {
     Summary(LevelSummary),
-    Level(LevelHistograms),
+    Level(LevelSums),
 }
 
 impl Partial {
@@ -140,7 +141,7 @@ impl Partial {
     fn from_bytes(bytes: &[u8]) -> std::result::Result<Partial, ArborError> {
         match bytes.split_first() {
             Some((0, s)) => Ok(Partial::Summary(LevelSummary::from_bytes(s)?)),
-            Some((1, h)) => Ok(Partial::Level(LevelHistograms::from_bytes(h)?)),
+            Some((1, h)) => Ok(Partial::Level(LevelSums::from_bytes(h)?)),
             _ => Err(ArborError::Data("a training step's partial state is corrupt".into())),
         }
     }
@@ -148,7 +149,7 @@ impl Partial {
     fn merge(&mut self, other: Partial) -> std::result::Result<(), ArborError> {
         match (self, other) {
             (Partial::Summary(a), Partial::Summary(b)) => a.merge(b),
-            (Partial::Level(a), Partial::Level(b)) => a.merge(&b),
+            (Partial::Level(a), Partial::Level(b)) => a.merge(b),
             _ => Err(ArborError::Data("partial states of two different training steps".into())),
         }
     }
@@ -162,7 +163,7 @@ struct TrainStepAccumulator {
     weight: Option<usize>,
     params: TrainParams,
     /// The state the step starts from; `None` for the first (summary) step.
-    state: Option<LevelBoosting>,
+    state: Option<LevelState>,
     /// The state's size as bytes: near what its trees and open nodes hold.
     state_size: usize,
     arrays: Vec<ColumnChunks>,
@@ -189,7 +190,7 @@ impl TrainStepAccumulator {
         };
         let piece = match &self.state {
             None => Partial::Summary(LevelSummary::of(&data)),
-            Some(state) => Partial::Level(state.histograms(&data).exec(NAME)?),
+            Some(state) => Partial::Level(state.sums(&data).exec(NAME)?),
         };
         self.add(piece)
     }
@@ -221,7 +222,7 @@ impl Accumulator for TrainStepAccumulator {
                     Some(Partial::Summary(summary)) => summary,
                     _ => LevelSummary::default(),
                 };
-                match LevelBoosting::start(&self.params, summary) {
+                match LevelState::start(&self.params, summary) {
                     Ok(LevelStart::Grow(state)) => StepOutcome::Grow(state),
                     Ok(LevelStart::OneNode(reason)) => StepOutcome::OneNode(reason),
                     Err(ArborError::NothingToTrain(reason)) => StepOutcome::OneNode(reason),
@@ -229,7 +230,7 @@ impl Accumulator for TrainStepAccumulator {
                 }
             }
             (Some(mut state), Some(Partial::Level(sums))) => {
-                state.grow(&self.params, &sums).exec(NAME)?;
+                state.grow(&self.params, sums).exec(NAME)?;
                 StepOutcome::Grow(Box::new(state))
             }
             (Some(_), _) => return exec_err!("{NAME}: a level of training saw no rows"),

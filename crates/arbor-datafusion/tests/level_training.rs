@@ -1,7 +1,7 @@
-//! Gradient boosting trained level by level over a table's partitions (the
-//! planner a cluster session uses), in one process: the model does not
-//! depend on the partitions, fits as the single-node model does, and the
-//! planner leaves alone what it does not train.
+//! Gradient boosting and random forests trained level by level over a
+//! table's partitions (the planner a cluster session uses), in one process:
+//! the model does not depend on the partitions, fits as the single-node
+//! model does, and the planner leaves alone what it does not train.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -100,6 +100,15 @@ async fn floats(ctx: &SessionContext, sql: &str) -> Vec<f64> {
         .collect()
 }
 
+/// The progress reports of `ctx`'s level-wise training, as they come.
+fn watch(ctx: &SessionContext) -> Arc<Mutex<Vec<LevelStep>>> {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let seen = reports.clone();
+    let progress = LevelProgress::new(move |step: &LevelStep| seen.lock().unwrap().push(*step));
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(progress));
+    reports
+}
+
 const DIAMONDS: &str = "carat, cut, color, clarity, depth, \"table\", x, y, z";
 
 /// `metric` over the test rows, `PREDICTION` standing for the prediction of the model in table `m`.
@@ -116,10 +125,7 @@ async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
     );
     let (four, plans) = level_session(4);
     register(&four, "diamonds_reg", 50_000).await;
-    let reports = Arc::new(Mutex::new(Vec::new()));
-    let seen = reports.clone();
-    let progress = LevelProgress::new(move |step: &LevelStep| seen.lock().unwrap().push(*step));
-    four.state_ref().write().config_mut().set_extension(Arc::new(progress));
+    let reports = watch(&four);
     let before = plans.load(Ordering::Relaxed);
     query(&four, &format!("CREATE TABLE m AS {train}")).await;
     // A summary, then one step per level (at most 4 per round), and the statement's own plans.
@@ -128,7 +134,7 @@ async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
     // Every job is reported, in order, the last with every round done.
     let jobs = std::mem::take(&mut *reports.lock().unwrap());
     assert!(jobs.len() < steps && jobs.len() >= 11, "{} reports for {steps} plans", jobs.len());
-    assert!(jobs.iter().enumerate().all(|(i, r)| r.jobs == i + 1 && r.n_rounds == 10));
+    assert!(jobs.iter().enumerate().all(|(i, r)| r.jobs == i + 1 && r.n_rounds == 10 && r.unit == "rounds"));
     assert!(jobs.windows(2).all(|w| w[0].rounds_done <= w[1].rounds_done));
     let last = jobs.last().unwrap();
     assert_eq!((last.rounds_done, last.open_nodes), (10, 0));
@@ -159,6 +165,41 @@ async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
     assert!((level_rmse - single_rmse).abs() <= 0.01 * single_rmse, "{level_rmse} against {single_rmse}");
 }
 
+/// A random forest grows every tree a level per job, small nodes finished
+/// from their rows: the same model on any partitions, as accurate as the
+/// single-node forest (another draw of it: 24 trees whose bootstrap comes
+/// from row hashes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forests_train_level_by_level_as_accurately_as_on_one_node() {
+    let train = format!("SELECT train_forest(label, {DIAMONDS}, 'n_trees=24 seed=9') AS model FROM train");
+    let (four, plans) = level_session(4);
+    let single = single_session();
+    register(&four, "diamonds_reg", 50_000).await;
+    register(&single, "diamonds_reg", 50_000).await;
+    let reports = watch(&four);
+    let before = plans.load(Ordering::Relaxed);
+    query(&four, &format!("CREATE TABLE m AS {train}")).await;
+    let jobs = std::mem::take(&mut *reports.lock().unwrap());
+    assert!(jobs.iter().all(|r| r.unit == "trees" && r.n_rounds == 24), "{jobs:?}");
+    assert_eq!(jobs.last().map(|r| (r.rounds_done, r.open_nodes)), Some((24, 0)));
+    // A summary, levels of large nodes (43,152 rows: 5,394 and fewer finish
+    // in memory), the finishing job, and the statement's own plans.
+    let steps = plans.load(Ordering::Relaxed) - before;
+    assert!((5..=12).contains(&steps), "{steps} plans");
+    let on_four = model(&four, "SELECT model FROM m").await;
+    assert_eq!((on_four.trees().len(), on_four.training_rows()), (24, 43_152));
+    let (three, _) = level_session(3);
+    register(&three, "diamonds_reg", 50_000).await;
+    assert_eq!(model(&three, &train).await.to_bytes(), on_four.to_bytes(), "the rows decide the model");
+
+    query(&single, &format!("CREATE TABLE m AS {train}")).await;
+    let rmse = "sqrt(avg(power(PREDICTION - t.label, 2)))";
+    let level_rmse = floats(&four, &scored(DIAMONDS, rmse)).await[0];
+    let single_rmse = floats(&single, &scored(DIAMONDS, rmse)).await[0];
+    eprintln!("diamonds forest RMSE: level-wise {level_rmse:.5}, single node {single_rmse:.5}");
+    assert!(level_rmse <= 1.01 * single_rmse, "{level_rmse} against {single_rmse}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn boosted_classes_are_as_accurate_as_on_one_node() {
     let features = "month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time, carrier, origin, dest, distance, hour, minute";
@@ -184,9 +225,11 @@ async fn what_levels_cannot_train_trains_as_before() {
     let single = single_session();
     register(&level, "diamonds_reg", 50_000).await;
     register(&single, "diamonds_reg", 50_000).await;
-    // Forests, row sampling and GROUP BY are the single-node models, planned once.
+    // Out-of-bag forests, sub-forests asked for, row sampling and GROUP BY
+    // are the single-node models, planned once.
     for train in [
-        format!("SELECT train_forest(label, {DIAMONDS}, 'n_trees=4') AS model FROM train"),
+        format!("SELECT train_forest(label, {DIAMONDS}, 'n_trees=4 oob=true') AS model FROM train"),
+        format!("SELECT train_forest(label, {DIAMONDS}, 'n_trees=4 parts=1') AS model FROM train"),
         format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3 sample_fraction=0.5') AS model FROM train"),
         format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3') AS model FROM train GROUP BY cut ORDER BY cut LIMIT 1"),
     ] {

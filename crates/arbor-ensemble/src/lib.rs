@@ -65,7 +65,9 @@ pub use params::types::{
     TrainParams, Voting,
 };
 pub use predict::Predictions;
-pub use train::level_boosting::{LevelBoosting, LevelHistograms, LevelStart, LevelSummary, BIN_SAMPLE_ROWS};
+pub use train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary, BIN_SAMPLE_ROWS};
+pub use train::level_forest::{LevelForest, LevelForestSums};
+pub use train::level_state::{LevelStanding, LevelStart, LevelState, LevelSums};
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
 pub use train::Trained;

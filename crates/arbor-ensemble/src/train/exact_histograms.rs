@@ -1,7 +1,8 @@
-//! Gradient histograms whose sums are exact. Data-parallel boosting sums
-//! them across a cluster's partitions. Each row's count, gradient, hessian
-//! and squared gradient is rounded once to a multiple of 2^-40 and added as
-//! a 128-bit integer. Partial histograms built on any split of the rows, in
+//! Histograms whose sums are exact. Data-parallel training sums them
+//! across a cluster's partitions. Each row's statistics (boosting: count,
+//! gradient, hessian and squared gradient; forests: class weights and
+//! count, or count, weight, `w·y` and `w·y²`) are rounded once to a
+//! multiple of 2^-40 and added as 128-bit integers. Partial histograms built on any split of the rows, in
 //! any order, therefore merge into the same bits, and so the model depends
 //! on the rows alone, not on partitions, files, executors or retried tasks.
 
@@ -13,10 +14,10 @@ use crate::{ArborError, Result};
 /// 2^-40 (about 1e-12), far below what a split's gain can tell apart.
 pub(crate) const FRACTION_BITS: i32 = 40;
 
-/// Sums per bin: the row count, the gradient, the hessian and the squared
-/// gradient (the last gives a node's noise, which prices subset splits of
-/// many categories).
-const LANES: usize = 4;
+/// Boosting's sums per bin: the row count, the gradient, the hessian and
+/// the squared gradient (the last gives a node's noise, which prices subset
+/// splits of many categories).
+const GRADIENT_LANES: usize = 4;
 
 /// Exact sums of every open node's rows, per feature and bin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,7 +25,9 @@ pub(crate) struct ExactHistograms {
     /// Where each feature's bins start, in bins, and (last) their total.
     offsets: Vec<usize>,
     nodes: usize,
-    /// `nodes × total bins × LANES`, node-major, then bin-major.
+    /// Sums per bin.
+    lanes: usize,
+    /// `nodes × total bins × lanes`, node-major, then bin-major.
     sums: Vec<i128>,
 }
 
@@ -53,8 +56,13 @@ impl ExactHistograms {
         self.sums.capacity() * std::mem::size_of::<i128>() + self.offsets.capacity() * std::mem::size_of::<usize>()
     }
 
-    /// Empty histograms for `nodes` open nodes over features of these bin counts.
+    /// Empty gradient histograms for `nodes` open nodes over features of these bin counts.
     pub(crate) fn new(bins_per_feature: &[usize], nodes: usize) -> ExactHistograms {
+        Self::with_lanes(bins_per_feature, nodes, GRADIENT_LANES)
+    }
+
+    /// Empty histograms of `lanes` sums per bin.
+    pub(crate) fn with_lanes(bins_per_feature: &[usize], nodes: usize, lanes: usize) -> ExactHistograms {
         let mut offsets = Vec::with_capacity(bins_per_feature.len() + 1);
         let mut total = 0;
         offsets.push(0);
@@ -62,7 +70,7 @@ impl ExactHistograms {
             total += bins;
             offsets.push(total);
         }
-        ExactHistograms { offsets, nodes, sums: vec![0; nodes * total * LANES] }
+        ExactHistograms { offsets, nodes, lanes, sums: vec![0; nodes * total * lanes] }
     }
 
     /// The open nodes summed.
@@ -74,13 +82,20 @@ impl ExactHistograms {
         *self.offsets.last().expect("offsets start with 0")
     }
 
-    /// Adds one row, in open node `node`, with bin `bins[f]` of each feature.
+    /// Adds one row's gradient and hessian, in open node `node`, with bin
+    /// `bins[f]` of each feature.
     pub(crate) fn add_row(&mut self, node: usize, bins: &[u16], grad: f64, hess: f64) {
-        let lanes = [fixed(1.0), fixed(grad), fixed(hess), fixed(grad * grad)];
+        self.add_fixed(node, bins, &[fixed(1.0), fixed(grad), fixed(hess), fixed(grad * grad)]);
+    }
+
+    /// Adds one row's fixed-point sums (one per lane), in open node `node`,
+    /// with bin `bins[f]` of each feature.
+    pub(crate) fn add_fixed(&mut self, node: usize, bins: &[u16], lanes: &[i128]) {
         let base = node * self.total_bins();
+        let width = self.lanes;
         for (f, &bin) in bins.iter().enumerate() {
-            let at = (base + self.offsets[f] + usize::from(bin)) * LANES;
-            for (sum, add) in self.sums[at..at + LANES].iter_mut().zip(lanes) {
+            let at = (base + self.offsets[f] + usize::from(bin)) * width;
+            for (sum, add) in self.sums[at..at + width].iter_mut().zip(lanes) {
                 *sum += add;
             }
         }
@@ -88,7 +103,7 @@ impl ExactHistograms {
 
     /// Adds `other`'s sums: the histograms of other rows of the same nodes.
     pub(crate) fn merge(&mut self, other: &ExactHistograms) -> Result<()> {
-        if self.offsets != other.offsets || self.nodes != other.nodes {
+        if self.offsets != other.offsets || self.nodes != other.nodes || self.lanes != other.lanes {
             return Err(ArborError::Data(format!(
                 "partial histograms disagree: {} nodes over {} bins against {} nodes over {} bins",
                 self.nodes,
@@ -102,35 +117,35 @@ impl ExactHistograms {
     }
 
     /// Feature `f`'s histogram of node `node` as the split search reads
-    /// boosting's: `[count, gradient, hessian]` per bin.
-    pub(crate) fn feature(&self, node: usize, f: usize) -> Vec<f64> {
-        let base = node * self.total_bins();
-        let bins = &self.sums[(base + self.offsets[f]) * LANES..(base + self.offsets[f + 1]) * LANES];
-        bins.chunks_exact(LANES).flat_map(|s| [float(s[0]), float(s[1]), float(s[2])]).collect()
+    /// it: the first `stride` sums of each bin (boosting's
+    /// `[count, gradient, hessian]` with a stride of 3).
+    pub(crate) fn feature(&self, node: usize, f: usize, stride: usize) -> Vec<f64> {
+        let (base, width) = (node * self.total_bins(), self.lanes);
+        let bins = &self.sums[(base + self.offsets[f]) * width..(base + self.offsets[f + 1]) * width];
+        bins.chunks_exact(width).flat_map(|s| s[..stride].iter().map(|&x| float(x))).collect()
     }
 
-    /// Node `node`'s totals: count, gradient, hessian and squared gradient
-    /// (every row lands in one bin of feature 0).
-    fn totals(&self, node: usize) -> [i128; LANES] {
-        let base = node * self.total_bins();
-        let bins = &self.sums[base * LANES..(base + self.offsets[1]) * LANES];
-        bins.chunks_exact(LANES).fold([0; LANES], |mut acc, s| {
+    /// Node `node`'s totals, one per lane (every row lands in one bin of feature 0).
+    pub(crate) fn totals(&self, node: usize) -> Vec<i128> {
+        let (base, width) = (node * self.total_bins(), self.lanes);
+        let bins = &self.sums[base * width..(base + self.offsets[1]) * width];
+        bins.chunks_exact(width).fold(vec![0; width], |mut acc, s| {
             acc.iter_mut().zip(s).for_each(|(a, b)| *a += b);
             acc
         })
     }
 
-    /// Node `node`'s statistics in the split search's layout.
+    /// Node `node`'s gradient statistics in the split search's layout.
     pub(crate) fn node_stats(&self, node: usize) -> [f64; 3] {
-        let [count, grad, hess, _] = self.totals(node);
-        [float(count), float(grad), float(hess)]
+        let totals = self.totals(node);
+        [float(totals[0]), float(totals[1]), float(totals[2])]
     }
 
     /// Node `node`'s noise per degree of freedom, `Σ(g − ḡ)² / H`: what a
     /// subset split's charge is scaled by ([`Criterion::Newton`] gains).
     pub(crate) fn node_noise(&self, node: usize, _criterion: Criterion) -> f64 {
-        let [count, grad, hess, square] = self.totals(node);
-        let (n, g, h, g2) = (float(count), float(grad), float(hess), float(square));
+        let totals = self.totals(node);
+        let [n, g, h, g2] = [0, 1, 2, 3].map(|lane| float(totals[lane]));
         if n <= 0.0 || h <= 0.0 {
             return 0.0;
         }
@@ -139,8 +154,9 @@ impl ExactHistograms {
 
     /// The sums as little-endian bytes, for an aggregate's state.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + 8 * self.offsets.len() + 16 * self.sums.len());
+        let mut out = Vec::with_capacity(24 + 8 * self.offsets.len() + 16 * self.sums.len());
         out.extend_from_slice(&(self.nodes as u64).to_le_bytes());
+        out.extend_from_slice(&(self.lanes as u64).to_le_bytes());
         out.extend_from_slice(&(self.offsets.len() as u64).to_le_bytes());
         self.offsets.iter().for_each(|&o| out.extend_from_slice(&(o as u64).to_le_bytes()));
         self.sums.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
@@ -153,6 +169,10 @@ impl ExactHistograms {
         let corrupt = |what: &str| ArborError::Data(format!("partial histograms are corrupt: {what}"));
         let mut words = bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
         let nodes = words.next().ok_or_else(|| corrupt("no node count"))? as usize;
+        let lanes = words.next().ok_or_else(|| corrupt("no lane count"))? as usize;
+        if lanes == 0 || lanes > 4096 {
+            return Err(corrupt("impossible lane count"));
+        }
         let n_offsets = words.next().ok_or_else(|| corrupt("no feature count"))? as usize;
         if n_offsets == 0 || n_offsets > bytes.len() / 8 {
             return Err(corrupt("impossible feature count"));
@@ -161,14 +181,14 @@ impl ExactHistograms {
         if offsets.len() != n_offsets || offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(corrupt("bin offsets"));
         }
-        let header = 8 * (2 + n_offsets);
-        let expected = nodes.checked_mul(*offsets.last().expect("not empty")).and_then(|n| n.checked_mul(LANES));
+        let header = 8 * (3 + n_offsets);
+        let expected = nodes.checked_mul(*offsets.last().expect("not empty")).and_then(|n| n.checked_mul(lanes));
         let body = &bytes[header.min(bytes.len())..];
         if expected.and_then(|n| n.checked_mul(16)) != Some(body.len()) {
             return Err(corrupt("the sums do not fill the shape"));
         }
         let sums = body.chunks_exact(16).map(|s| i128::from_le_bytes(s.try_into().expect("16 bytes"))).collect();
-        Ok(ExactHistograms { offsets, nodes, sums })
+        Ok(ExactHistograms { offsets, nodes, lanes, sums })
     }
 }
 
@@ -228,7 +248,7 @@ mod tests {
                 cell[1] += g;
                 cell[2] += hess;
             }
-            let exact = h.feature(node, 0);
+            let exact = h.feature(node, 0, 3);
             for (a, b) in exact.iter().zip(&float_hist) {
                 assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "node {node}: {a} against {b}");
             }
@@ -263,7 +283,7 @@ mod tests {
         let h = histograms_of(&rows(100));
         let bytes = h.to_bytes();
         assert_eq!(ExactHistograms::from_bytes(&bytes).unwrap(), h);
-        for cut in [0, 7, 8, 16, 40, bytes.len() - 1] {
+        for cut in [0, 7, 8, 16, 24, 40, bytes.len() - 1] {
             assert!(ExactHistograms::from_bytes(&bytes[..cut]).is_err(), "{cut} bytes");
         }
         let mut other = ExactHistograms::new(&[4, 4], 3);

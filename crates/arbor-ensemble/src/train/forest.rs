@@ -86,11 +86,6 @@ fn grow_forest(
         }
         Target::Values(y) => KernelTarget::Values { y },
     };
-    let criterion = match (fp.criterion, task) {
-        (CriterionKind::Entropy, _) => Criterion::Entropy,
-        (_, Task::Classification) => Criterion::Gini,
-        (_, Task::Regression) => Criterion::Mse,
-    };
     let n = data.n_rows();
     let sample_weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
     let n_draws = ((fp.sample_fraction * n as f64).round() as usize).clamp(1, n);
@@ -138,25 +133,7 @@ fn grow_forest(
         let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
         rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
         let root_weight: f64 = weights.iter().sum();
-        let settings = GrowSettings {
-            criterion,
-            constraints: SplitConstraints {
-                min_samples_leaf: fp.min_samples_leaf(task) as f64,
-                min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
-                min_samples_category: fp.min_samples_category as f64,
-                category_charge: 0.0,
-            },
-            category_penalty: fp.category_penalty,
-            max_depth: fp.max_depth,
-            min_samples_split: fp.min_samples_split as f64,
-            features_per_node: m,
-            impurity_threshold: fp.impurity_threshold,
-            min_gain: fp.min_impurity_decrease * root_weight,
-            leaf_scale: 1.0,
-            random_splitter: fp.random_splitter,
-            max_leaf_nodes: fp.max_leaf_nodes,
-            fork_min_rows: FORK_MIN_ROWS,
-        };
+        let settings = forest_settings(params, task, m, root_weight);
         let mut row_stats = Vec::new();
         let rowwise = row_bins.as_ref().map(|bins| {
             fill_row_stats(&target, weights, &counts, &mut row_stats);
@@ -240,6 +217,40 @@ fn grow_forest(
         cover: Some(NodeCover::new(covers)),
     };
     Ok((model, oob))
+}
+
+/// The impurity criterion a forest's trees split by.
+pub(crate) fn forest_criterion(params: &TrainParams, task: Task) -> Criterion {
+    match (params.forest.criterion, task) {
+        (CriterionKind::Entropy, _) => Criterion::Entropy,
+        (_, Task::Classification) => Criterion::Gini,
+        (_, Task::Regression) => Criterion::Mse,
+    }
+}
+
+/// How a forest's tree of `root_weight` (its bootstrap rows' total weight)
+/// grows, trying `m` features per node.
+pub(crate) fn forest_settings(params: &TrainParams, task: Task, m: usize, root_weight: f64) -> GrowSettings {
+    let fp = &params.forest;
+    GrowSettings {
+        criterion: forest_criterion(params, task),
+        constraints: SplitConstraints {
+            min_samples_leaf: fp.min_samples_leaf(task) as f64,
+            min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
+            min_samples_category: fp.min_samples_category as f64,
+            category_charge: 0.0,
+        },
+        category_penalty: fp.category_penalty,
+        max_depth: fp.max_depth,
+        min_samples_split: fp.min_samples_split as f64,
+        features_per_node: m,
+        impurity_threshold: fp.impurity_threshold,
+        min_gain: fp.min_impurity_decrease * root_weight,
+        leaf_scale: 1.0,
+        random_splitter: fp.random_splitter,
+        max_leaf_nodes: fp.max_leaf_nodes,
+        fork_min_rows: FORK_MIN_ROWS,
+    }
 }
 
 /// Runs `grow(t)` for every tree index on the thread pool, handing the

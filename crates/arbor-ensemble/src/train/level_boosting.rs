@@ -5,7 +5,8 @@
 //! by a decision taken once on the merged result:
 //! 1. [`LevelSummary::of`] each piece (label classes and sums, categories,
 //!    a sample of numeric values chosen by row hash), merged, then
-//!    [`LevelBoosting::start`]: the bins, the loss and the base score;
+//!    [`LevelBoosting::begin`] (called by [`crate::LevelState::start`]):
+//!    the bins, the loss and the base score;
 //! 2. per tree level, [`LevelBoosting::histograms`] of each piece (its rows
 //!    scored by the trees so far, binned, and summed by open node), merged,
 //!    then [`LevelBoosting::grow`]: every open node split or made a leaf.
@@ -21,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use arbor_kernels::{
     best_split, count_weight, occupied_bins, SplitCandidate, SplitConstraints, SplitRule, Target as KernelTarget,
 };
-use arbor_quantize::{BinMapper, FeatureColumn, FeatureType};
+use arbor_quantize::{BinMapper, FeatureColumn, FeatureType, QuantizeParams};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -50,25 +51,25 @@ const CHUNK_ROWS: usize = 16_384;
 /// and a content-chosen sample of each numeric feature's values.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LevelSummary {
-    task: Option<Task>,
-    label: Option<LabelInfo>,
+    pub(crate) task: Option<Task>,
+    pub(crate) label: Option<LabelInfo>,
     /// Each feature's name and Arrow type.
-    features: Vec<(String, String)>,
+    pub(crate) features: Vec<(String, String)>,
     /// Per feature: its categories, for a categorical one.
-    categories: Vec<Option<BTreeSet<String>>>,
+    pub(crate) categories: Vec<Option<BTreeSet<String>>>,
     /// Per numeric feature: `(row hash, value)` of the non-missing values of
     /// the rows with the smallest hashes, at most [`BIN_SAMPLE_ROWS`].
-    samples: Vec<Vec<(u64, f64)>>,
+    pub(crate) samples: Vec<Vec<(u64, f64)>>,
     /// Classification: each class's total weight, fixed-point.
-    class_weights: BTreeMap<String, i128>,
+    pub(crate) class_weights: BTreeMap<String, i128>,
     /// Regression: `Σ w·y` and `Σ w`, fixed-point.
-    weighted_sum: i128,
-    weight_total: i128,
+    pub(crate) weighted_sum: i128,
+    pub(crate) weight_total: i128,
     /// The largest `|w|` and, for regression, `|w·y|` of any row: what
     /// decides whether exact sums have room ([`exact_sums_fit`]).
-    largest: f64,
-    rows: u64,
-    skipped_null_labels: u64,
+    pub(crate) largest: f64,
+    pub(crate) rows: u64,
+    pub(crate) skipped_null_labels: u64,
 }
 
 impl LevelSummary {
@@ -223,7 +224,7 @@ fn smallest(mut values: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
 
 /// A hash of each row's content (features and label), which picks the
 /// rows the bins are fitted on.
-fn row_hashes(data: &TrainingData) -> Vec<u64> {
+pub(crate) fn row_hashes(data: &TrainingData) -> Vec<u64> {
     let mut hashes = vec![0x243f_6a88_85a3_08d3u64; data.n_rows()];
     let text =
         |s: &str| s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
@@ -255,20 +256,10 @@ fn row_hashes(data: &TrainingData) -> Vec<u64> {
 }
 
 /// SplitMix64's finalizer: every input bit moves every output bit.
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
-}
-
-/// How training goes on after the summary: level by level, or on one
-/// node because the rows or options need what levels cannot give.
-#[derive(Debug)]
-pub enum LevelStart {
-    /// Grow level by level.
-    Grow(Box<LevelBoosting>),
-    /// Train on one node instead, for this reason.
-    OneNode(String),
 }
 
 /// A tree of the current round, growing.
@@ -357,26 +348,23 @@ impl LevelBoosting {
         Some(format!("{reason} needs every row on one node"))
     }
 
-    /// The start of training from every piece's merged summary: bins, loss
-    /// and base score, and the first round's roots open.
-    pub fn start(params: &TrainParams, summary: LevelSummary) -> Result<LevelStart> {
-        if let Some(reason) = Self::unsupported(params) {
-            return Ok(LevelStart::OneNode(reason));
-        }
-        let (Some(task), Some(label)) = (summary.task, summary.label) else {
-            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
-        };
-        params.validate(task)?;
+    /// The start of training from every piece's merged summary (checked
+    /// by [`crate::LevelState::start`]: rows, options and classes): bins,
+    /// loss and base score, and the first round's roots open; or why
+    /// boosting must train otherwise.
+    pub(crate) fn begin(
+        params: &TrainParams,
+        task: Task,
+        label: LabelInfo,
+        summary: LevelSummary,
+    ) -> Result<std::result::Result<LevelBoosting, String>> {
         let bp = &params.boosting;
         let n_classes = label.classes.as_ref().map_or(0, Classes::len);
-        if task == Task::Classification && n_classes < 2 {
-            return Ok(LevelStart::OneNode("the label holds a single class".into()));
-        }
         // A squared-error gradient is `w·(prediction − y)`, predictions staying
         // near the labels' range: 4·|w·y| leaves room for both and for overshoot.
         let gradient = if task == Task::Regression { 4.0 * summary.largest } else { summary.largest };
         if !exact_sums_fit(gradient, summary.rows) {
-            return Ok(LevelStart::OneNode(format!(
+            return Ok(Err(format!(
                 "label '{}': values up to {:e} (times their weights) are too large to sum exactly over {} rows",
                 label.name, summary.largest, summary.rows
             )));
@@ -395,29 +383,7 @@ impl LevelBoosting {
                 loss.base_score(&LossTarget::Values(&[mean]), &[0], RowWeights::Ones, outputs)
             }
         };
-        let quantize = bp.quantize_params();
-        let features = summary
-            .features
-            .iter()
-            .zip(summary.categories)
-            .zip(summary.samples)
-            .map(|(((name, data_type), categories), sample)| {
-                let arrow_type: arrow::datatypes::DataType = data_type.parse().map_err(|e| {
-                    ArborError::Data(format!("feature '{name}': type '{data_type}' cannot be read: {e}"))
-                })?;
-                let kind = FeatureType::of(&arrow_type).ok_or_else(|| {
-                    ArborError::Data(format!("feature '{name}': type {data_type} cannot be trained on"))
-                })?;
-                let mapper = match categories {
-                    Some(categories) => BinMapper::categorical(categories.into_iter().collect()),
-                    None => {
-                        let values: Vec<f64> = sample.into_iter().map(|(_, x)| x).collect();
-                        BinMapper::fit(&FeatureColumn::Numeric(values.into()), &quantize)
-                    }
-                };
-                Ok(Feature { name: name.clone(), data_type: data_type.clone(), kind, mapper })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let features = fitted_features(summary.features, summary.categories, summary.samples, &bp.quantize_params())?;
         let mut boosting = LevelBoosting {
             task,
             label,
@@ -437,7 +403,7 @@ impl LevelBoosting {
         if boosting.n_rounds > 0 {
             boosting.start_round();
         }
-        Ok(LevelStart::Grow(Box::new(boosting)))
+        Ok(Ok(boosting))
     }
 
     /// Opens the roots of the next round's trees, one per output.
@@ -475,18 +441,11 @@ impl LevelBoosting {
     /// scored by the finished trees, its derivatives taken, and summed into
     /// the open node it reaches in each growing tree.
     pub fn histograms(&self, data: &TrainingData) -> Result<LevelHistograms> {
-        let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
-        if names.iter().copied().ne(self.features.iter().map(|f| f.name.as_str())) {
-            return Err(ArborError::Data(format!(
-                "a piece of the training rows has features ({}), the training ({})",
-                names.join(", "),
-                self.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
-            )));
-        }
+        check_features(&self.features, data)?;
         let n = data.n_rows();
         let n_features = self.features.len();
-        let values = self.global_values(data);
-        let labels = self.global_labels(data)?;
+        let values = global_values(&self.features, data);
+        let labels = global_labels(&self.label, data)?;
         let target = match (&data.target, &labels) {
             (_, Some(labels)) => LossTarget::Classes(labels),
             (Target::Values(y), None) => LossTarget::Values(y),
@@ -562,39 +521,6 @@ impl LevelBoosting {
         Ok(LevelHistograms(sums))
     }
 
-    /// Each feature's values as the trees test them, in the training's
-    /// terms: numbers as they are, categories as their training bins (NaN
-    /// when missing).
-    fn global_values(&self, data: &TrainingData) -> Vec<Vec<f64>> {
-        data.columns
-            .par_iter()
-            .zip(&self.features)
-            .map(|(column, feature)| match (column, feature.mapper.categories()) {
-                (FeatureColumn::Categorical { bins, categories }, Some(known)) => {
-                    let global: Vec<f64> = std::iter::once(f64::NAN)
-                        .chain(categories.iter().map(|c| known.binary_search(c).map_or(f64::NAN, |i| (i + 1) as f64)))
-                        .collect();
-                    bins.iter().map(|&b| global[usize::from(b)]).collect()
-                }
-                _ => (0..column.len()).map(|r| column.raw_value(r)).collect(),
-            })
-            .collect()
-    }
-
-    /// Classification: each row's class index among the training's classes.
-    fn global_labels(&self, data: &TrainingData) -> Result<Option<Vec<u32>>> {
-        let (Target::Classes(local), Some(known)) = (&data.target, &self.label.classes) else { return Ok(None) };
-        let known: HashMap<String, u32> = known.names().into_iter().zip(0..).collect();
-        let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
-        let map = names
-            .iter()
-            .map(|c| {
-                known.get(c).copied().ok_or_else(|| ArborError::Data(format!("class '{c}' was not in the summary")))
-            })
-            .collect::<Result<Vec<u32>>>()?;
-        Ok(Some(local.iter().map(|&c| map[c as usize]).collect()))
-    }
-
     /// Splits every open node by its merged histograms, or makes it a leaf,
     /// as the single-node grower decides; a round whose trees are finished
     /// is closed and the next one's roots opened.
@@ -622,7 +548,7 @@ impl LevelBoosting {
                 let candidates: Vec<Option<SplitCandidate>> = (0..mappers.len())
                     .into_par_iter()
                     .map(|f| {
-                        let hist = sums.feature(slot, f);
+                        let hist = sums.feature(slot, f, 3);
                         (occupied_bins(&hist, 3, criterion) >= 2)
                             .then(|| best_split(&hist, 3, criterion, constraints, mappers[f].is_categorical()))
                             .flatten()
@@ -730,7 +656,7 @@ impl LevelBoosting {
     /// Whether every index in the state points where it may: children after
     /// their parent and inside the tree, features and leaf values that exist
     /// (open nodes have no value yet), one base score per output.
-    fn well_formed(&self) -> bool {
+    pub(crate) fn well_formed(&self) -> bool {
         let n_features = self.features.len() as u32;
         let tree_fits = |tree: &Tree, open: &dyn Fn(usize) -> bool| {
             tree.nodes.iter().enumerate().all(|(i, node)| match *node {
@@ -764,6 +690,80 @@ impl LevelBoosting {
     }
 }
 
+/// The bins of each feature: categorical ones from every category seen,
+/// numeric ones fitted on the content-chosen sample.
+pub(crate) fn fitted_features(
+    names: Vec<(String, String)>,
+    categories: Vec<Option<BTreeSet<String>>>,
+    samples: Vec<Vec<(u64, f64)>>,
+    quantize: &QuantizeParams,
+) -> Result<Vec<Feature>> {
+    names
+        .into_iter()
+        .zip(categories)
+        .zip(samples)
+        .map(|(((name, data_type), categories), sample)| {
+            let arrow_type: arrow::datatypes::DataType = data_type
+                .parse()
+                .map_err(|e| ArborError::Data(format!("feature '{name}': type '{data_type}' cannot be read: {e}")))?;
+            let kind = FeatureType::of(&arrow_type)
+                .ok_or_else(|| ArborError::Data(format!("feature '{name}': type {data_type} cannot be trained on")))?;
+            let mapper = match categories {
+                Some(categories) => BinMapper::categorical(categories.into_iter().collect()),
+                None => {
+                    let values: Vec<f64> = sample.into_iter().map(|(_, x)| x).collect();
+                    BinMapper::fit(&FeatureColumn::Numeric(values.into()), quantize)
+                }
+            };
+            Ok(Feature { name, data_type, kind, mapper })
+        })
+        .collect()
+}
+
+/// An error unless a piece's features are the training's, in its order.
+pub(crate) fn check_features(features: &[Feature], data: &TrainingData) -> Result<()> {
+    let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
+    if names.iter().copied().ne(features.iter().map(|f| f.name.as_str())) {
+        return Err(ArborError::Data(format!(
+            "a piece of the training rows has features ({}), the training ({})",
+            names.join(", "),
+            features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Each feature's values as the trees test them, in the training's
+/// terms: numbers as they are, categories as their training bins (NaN
+/// when missing).
+pub(crate) fn global_values(features: &[Feature], data: &TrainingData) -> Vec<Vec<f64>> {
+    data.columns
+        .par_iter()
+        .zip(features)
+        .map(|(column, feature)| match (column, feature.mapper.categories()) {
+            (FeatureColumn::Categorical { bins, categories }, Some(known)) => {
+                let global: Vec<f64> = std::iter::once(f64::NAN)
+                    .chain(categories.iter().map(|c| known.binary_search(c).map_or(f64::NAN, |i| (i + 1) as f64)))
+                    .collect();
+                bins.iter().map(|&b| global[usize::from(b)]).collect()
+            }
+            _ => (0..column.len()).map(|r| column.raw_value(r)).collect(),
+        })
+        .collect()
+}
+
+/// Classification: each row's class index among the training's classes.
+pub(crate) fn global_labels(label: &LabelInfo, data: &TrainingData) -> Result<Option<Vec<u32>>> {
+    let (Target::Classes(local), Some(known)) = (&data.target, &label.classes) else { return Ok(None) };
+    let known: HashMap<String, u32> = known.names().into_iter().zip(0..).collect();
+    let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
+    let map = names
+        .iter()
+        .map(|c| known.get(c).copied().ok_or_else(|| ArborError::Data(format!("class '{c}' was not in the summary"))))
+        .collect::<Result<Vec<u32>>>()?;
+    Ok(Some(local.iter().map(|&c| map[c as usize]).collect()))
+}
+
 /// Makes node `node` a leaf of `stats`' value.
 fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &GrowSettings) {
     let offset = growing.tree.values.len();
@@ -777,41 +777,27 @@ fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &G
 mod tests {
     use std::sync::Arc;
 
-    use arrow::array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::array::{Float64Array, Int64Array, RecordBatch};
 
     use super::*;
-    use crate::Trainer;
+    use crate::train::level_state::{LevelStart, LevelState};
+    use crate::train::level_test_rows::{self, rmse, trainer};
 
-    /// Rows with a numeric feature, one with missing values, a categorical
-    /// one of twelve categories, a regression response and a class.
+    /// Rows with a categorical feature of twelve categories and a response
+    /// whose noise repeats every seven rows.
     fn table(n: usize) -> RecordBatch {
-        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 / 10.0).collect();
-        let z: Vec<Option<f64>> = (0..n).map(|i| (i % 11 != 0).then(|| ((i * 104_729) % 997) as f64)).collect();
-        let c: Vec<String> = (0..n).map(|i| format!("c{}", (i * 31) % 12)).collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| x[i].sin() * 10.0 + z[i].unwrap_or(500.0) / 50.0 + ((i * 31) % 12) as f64 + (i % 7) as f64 / 3.0)
-            .collect();
-        let class: Vec<i64> = y.iter().map(|&v| ((v / 8.0) as i64).rem_euclid(3)).collect();
-        let schema = Schema::new(vec![
-            Field::new("x", DataType::Float64, false),
-            Field::new("z", DataType::Float64, true),
-            Field::new("c", DataType::Utf8, false),
-            Field::new("y", DataType::Float64, false),
-            Field::new("class", DataType::Int64, false),
-        ]);
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Float64Array::from(x)),
-            Arc::new(Float64Array::from(z)),
-            Arc::new(StringArray::from(c)),
-            Arc::new(Float64Array::from(y)),
-            Arc::new(Int64Array::from(class)),
-        ];
-        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+        level_test_rows::table(0..n, 12, |i| (i % 7) as f64 / 3.0)
     }
 
-    fn trainer(options: &str, label: &str) -> Trainer<'static> {
-        Trainer::new(TrainParams::parse_options(options).unwrap()).label(label).features(["x", "z", "c"])
+    /// Boosting's start from `summary`, or why it trains on one node.
+    fn begin(params: &TrainParams, summary: LevelSummary) -> std::result::Result<LevelBoosting, String> {
+        match LevelState::start(params, summary).unwrap() {
+            LevelStart::Grow(state) => match *state {
+                LevelState::Boosting(boosting) => Ok(boosting),
+                LevelState::Forest(_) => panic!("a forest"),
+            },
+            LevelStart::OneNode(reason) => Err(reason),
+        }
     }
 
     /// Trains level by level on the pieces `cuts` makes of `batch` (row
@@ -826,7 +812,7 @@ mod tests {
             let bytes = LevelSummary::of(piece).to_bytes();
             summary.merge(LevelSummary::from_bytes(&bytes).unwrap()).unwrap();
         }
-        let LevelStart::Grow(mut state) = LevelBoosting::start(&params, summary).unwrap() else { panic!("grows") };
+        let Ok(mut state) = begin(&params, summary) else { panic!("grows") };
         while !state.is_done() {
             let mut sums: Option<LevelHistograms> = None;
             for piece in &pieces {
@@ -836,17 +822,10 @@ mod tests {
                     None => sums = Some(part),
                 }
             }
-            *state = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
+            state = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
             state.grow(&params, &sums.unwrap()).unwrap();
         }
         state.into_model(&params).unwrap()
-    }
-
-    fn rmse(model: &Model, batch: &RecordBatch) -> f64 {
-        let predicted = model.score(batch).unwrap();
-        let y = batch.column_by_name("y").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
-        let sum: f64 = predicted.values().iter().zip(y.values()).map(|(p, y)| (p - y) * (p - y)).sum();
-        (sum / y.len() as f64).sqrt()
     }
 
     /// The model depends on the rows alone: one piece, or three of any
@@ -902,9 +881,7 @@ mod tests {
         let trainer = trainer("algorithm=gradient-boosting n_rounds=2", "y");
         let params = trainer.params().clone();
         let data = trainer.training_data(vec![batch]).unwrap();
-        let LevelStart::Grow(mut state) = LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap() else {
-            panic!("grows")
-        };
+        let Ok(mut state) = begin(&params, LevelSummary::of(&data)) else { panic!("grows") };
         state.grow(&params, &state.histograms(&data).unwrap()).unwrap();
         assert!(LevelBoosting::from_bytes(&state.to_bytes()).is_ok());
         let Node::Split { right, .. } = &mut state.growing[0].tree.nodes[0] else { panic!("the root split") };
@@ -935,13 +912,13 @@ mod tests {
         let params = trainer.params().clone();
         let start = |scale: f64| {
             let data = trainer.training_data(vec![scaled(500, scale)]).unwrap();
-            LevelBoosting::start(&params, LevelSummary::of(&data)).unwrap()
+            begin(&params, LevelSummary::of(&data))
         };
         // Labels near 4e10 fit over 500 rows; near 4e13 they do not.
-        assert!(matches!(start(1e9), LevelStart::Grow(_)));
-        let LevelStart::OneNode(reason) = start(1e12) else { panic!("4e13 labels cannot be summed exactly") };
+        assert!(start(1e9).is_ok());
+        let Err(reason) = start(1e12) else { panic!("4e13 labels cannot be summed exactly") };
         assert!(reason.contains("label 'y'") && reason.contains("too large"), "{reason}");
-        let LevelStart::Grow(state) = start(1.0) else { panic!("grows") };
+        let Ok(state) = start(1.0) else { panic!("grows") };
         let huge = trainer.training_data(vec![scaled(500, 1e12)]).unwrap();
         let error = state.histograms(&huge).unwrap_err().to_string();
         assert!(error.contains("label 'y'") && error.contains("too large"), "{error}");

@@ -10,6 +10,10 @@ pub(crate) mod forest;
 pub(crate) mod grower;
 pub(crate) mod importance;
 pub(crate) mod level_boosting;
+pub(crate) mod level_forest;
+pub(crate) mod level_state;
+#[cfg(test)]
+pub(crate) mod level_test_rows;
 pub(crate) mod loss;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;

@@ -509,7 +509,7 @@ fn node_rows<'r>(rows: &'r [u32], records: &Option<RowRecords>, p: &Pending) -> 
 
 /// Draws the `i`-th feature without replacement: swaps a random one of
 /// `perm[i..]` into `perm[i]`.
-fn draw_feature(perm: &mut [usize], i: usize, rng: &mut impl Rng) {
+pub(crate) fn draw_feature(perm: &mut [usize], i: usize, rng: &mut impl Rng) {
     let j = rng.random_range(i..perm.len());
     perm.swap(i, j);
 }
@@ -560,7 +560,7 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
 /// full sum's. Only pure nodes read all their rows; the others a few.
 /// `variance_until(mean, w, stop)` makes that pass over the node's rows or
 /// records (see [`variance_until`]).
-fn impure(
+pub(crate) fn impure(
     stats: &[f64],
     target: &Target<'_>,
     criterion: Criterion,
@@ -587,7 +587,7 @@ fn impure(
 }
 
 /// The Gini index `1 − Σ p²` of class weights `stats[..n_classes]` summing to `w > 0`.
-fn gini_index(stats: &[f64], n_classes: usize, w: f64) -> f64 {
+pub(crate) fn gini_index(stats: &[f64], n_classes: usize, w: f64) -> f64 {
     1.0 - stats[..n_classes].iter().map(|c| (c / w) * (c / w)).sum::<f64>()
 }
 

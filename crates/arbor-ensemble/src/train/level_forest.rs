@@ -1,0 +1,942 @@
+//! Random forests grown level by level over rows held in pieces (a
+//! cluster's partitions), as PLANET (Panda et al., VLDB 2009) grows them:
+//! every tree's open nodes split together, one pass over the pieces per
+//! level, and a node small enough is finished in memory from its rows.
+//!
+//! 1. The summary ([`LevelSummary`]) gives the bins and the label's
+//!    classes, as for boosting; [`LevelForest::begin`] opens every root.
+//! 2. Per level, [`LevelForest::sums`] of each piece: each row's bootstrap
+//!    multiplicity in each tree, drawn from a hash of its content and the
+//!    tree (not of its place in a piece); the open node it reaches in each
+//!    tree; exact histograms of the large open nodes, and the binned rows of
+//!    the small ones. Merged, then [`LevelForest::grow`]: a large node splits
+//!    by its histograms over `max_features` features drawn from a stream of
+//!    (seed, tree, node), as the single-node grower draws them; a small node
+//!    grows its whole subtree with the single-node grower, over its rows in
+//!    the order of their hashes.
+//!
+//! The model depends on the rows and options alone: not on how the rows
+//! are cut into pieces, their order or which piece is summed first. It is
+//! a different draw of the same forest as single-node training's: the
+//! bootstrap comes from row hashes (rows of equal content are drawn
+//! together) and each node's features from its own stream.
+
+use std::borrow::Cow;
+
+use arbor_kernels::{
+    best_split, count_weight, occupied_bins, Criterion, SplitCandidate, SplitConstraints, SplitRule,
+    Target as KernelTarget,
+};
+use arbor_quantize::{BinMapper, BinnedMatrix};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::data::dataset::TrainingData;
+use crate::data::label::{Classes, LabelInfo, Target};
+use crate::model::feature::Feature;
+use crate::model::node_cover::NodeCover;
+use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::Model;
+use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
+use crate::train::forest::{forest_criterion, forest_settings};
+use crate::train::grower::{
+    categories_test, draw_feature, gini_index, grow_tree, impure, leaf_value, node_cover, offer, GrowSettings,
+    TreeWeights,
+};
+use crate::train::importance::mean_decrease_impurity;
+use crate::train::level_boosting::{
+    check_features, fitted_features, global_labels, global_values, mix, row_hashes, LevelSummary,
+};
+use crate::{Algorithm, ArborError, ImportanceKind, Result, Task, TrainParams};
+
+/// A node holding at most this share of the training rows (and no fewer
+/// than [`IN_MEMORY_MIN_ROWS`]) is finished in memory from its rows.
+const IN_MEMORY_SHARE: f64 = 1.0 / 8.0;
+
+/// Nodes this small are always finished in memory.
+const IN_MEMORY_MIN_ROWS: f64 = 1_000.0;
+
+/// Most bytes the rows of every tree's small nodes may take in the task
+/// that finishes them; a larger forest trains as sub-forests instead.
+pub const IN_MEMORY_BUDGET_BYTES: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// The largest bootstrap multiplicity drawn (Poisson(1) passes it once in
+/// about 10^15 draws).
+const MAX_DRAWS: u32 = 16;
+
+/// Fewest rows per parallel work unit when a piece is summed.
+const CHUNK_ROWS: usize = 8_192;
+
+/// A node waiting for its split: its index in the tree, its depth, and
+/// whether its rows come whole (small) or as histograms (large).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct OpenNode {
+    node: u32,
+    depth: u32,
+    in_memory: bool,
+}
+
+/// One tree of the forest, growing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct ForestTree {
+    tree: Tree,
+    cover: Vec<f32>,
+    /// Split gains per feature (for MDI).
+    gains: Vec<f64>,
+    /// The weight of the tree's bootstrap rows, once its root was summed.
+    root_weight: Option<f64>,
+    open: Vec<OpenNode>,
+}
+
+/// A random forest in progress, between levels: what one step hands the
+/// next, as bytes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LevelForest {
+    task: Task,
+    label: LabelInfo,
+    features: Vec<Feature>,
+    /// Classes (classification) or 0.
+    n_classes: usize,
+    seed: u64,
+    bootstrap: bool,
+    sample_fraction: f64,
+    /// Nodes of fewer rows than this are finished in memory.
+    in_memory_rows: f64,
+    training_rows: u64,
+    skipped_null_labels: u64,
+    trees: Vec<ForestTree>,
+}
+
+/// The rows of one small open node, binned, as pieces send them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct NodeRows {
+    hashes: Vec<u64>,
+    /// Bootstrap multiplicity.
+    counts: Vec<u32>,
+    /// Sample weight (1 without).
+    weights: Vec<f64>,
+    /// Class index, or the response.
+    labels: Vec<f64>,
+    /// Row-major: every feature's bin.
+    bins: Vec<u16>,
+}
+
+impl NodeRows {
+    fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    fn extend(&mut self, other: NodeRows) {
+        self.hashes.extend(other.hashes);
+        self.counts.extend(other.counts);
+        self.weights.extend(other.weights);
+        self.labels.extend(other.labels);
+        self.bins.extend(other.bins);
+    }
+
+    fn heap_size(&self) -> usize {
+        self.hashes.capacity() * 8
+            + self.counts.capacity() * 4
+            + self.weights.capacity() * 8
+            + self.labels.capacity() * 8
+            + self.bins.capacity() * 2
+    }
+
+    /// The rows in an order that depends on their content alone.
+    fn in_content_order(&self, width: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            self.hashes[a]
+                .cmp(&self.hashes[b])
+                .then(self.labels[a].total_cmp(&self.labels[b]))
+                .then(self.weights[a].total_cmp(&self.weights[b]))
+                .then(self.counts[a].cmp(&self.counts[b]))
+                .then_with(|| self.bins[a * width..(a + 1) * width].cmp(&self.bins[b * width..(b + 1) * width]))
+        });
+        order
+    }
+}
+
+/// One or more pieces' sums for a level of a forest: exact histograms of
+/// the large open nodes, and the rows of the small ones.
+#[derive(Clone, Debug)]
+pub struct LevelForestSums {
+    histograms: ExactHistograms,
+    rows: Vec<NodeRows>,
+}
+
+impl LevelForestSums {
+    /// Adds another piece's sums (of the same level).
+    pub fn merge(&mut self, other: LevelForestSums) -> Result<()> {
+        if self.rows.len() != other.rows.len() {
+            return Err(ArborError::Data(format!(
+                "partial sums disagree: rows of {} small nodes against {}",
+                self.rows.len(),
+                other.rows.len()
+            )));
+        }
+        self.histograms.merge(&other.histograms)?;
+        self.rows.iter_mut().zip(other.rows).for_each(|(mine, theirs)| mine.extend(theirs));
+        Ok(())
+    }
+
+    /// Bytes held on the heap, for a memory pool's accounting.
+    pub fn heap_size(&self) -> usize {
+        self.histograms.heap_size() + self.rows.iter().map(NodeRows::heap_size).sum::<usize>()
+    }
+
+    /// The sums as bytes, for an aggregate's state.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let histograms = self.histograms.to_bytes();
+        let mut out = (histograms.len() as u64).to_le_bytes().to_vec();
+        out.extend(histograms);
+        out.extend(postcard::to_stdvec(&self.rows).expect("rows always serialize"));
+        out
+    }
+
+    /// Sums read back from [`LevelForestSums::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelForestSums> {
+        let corrupt = || ArborError::Data("partial forest sums are corrupt".into());
+        let (head, rest) = bytes.split_at_checked(8).ok_or_else(corrupt)?;
+        let length = u64::from_le_bytes(head.try_into().expect("8 bytes")) as usize;
+        let (histograms, rows) = rest.split_at_checked(length).ok_or_else(corrupt)?;
+        let histograms = ExactHistograms::from_bytes(histograms)?;
+        let rows: Vec<NodeRows> = postcard::from_bytes(rows).map_err(|_| corrupt())?;
+        let consistent = |r: &NodeRows| {
+            let n = r.len();
+            r.counts.len() == n && r.weights.len() == n && r.labels.len() == n
+        };
+        if !rows.iter().all(consistent) {
+            return Err(corrupt());
+        }
+        Ok(LevelForestSums { histograms, rows })
+    }
+}
+
+impl LevelForest {
+    /// Why `params` cannot be grown level by level, if they cannot: out-of-bag
+    /// results and MDA importance walk every row against every tree, exact
+    /// splits need raw values, extra trees draw thresholds from the node's
+    /// rows, and best-first growth needs the whole tree's frontier at once.
+    pub fn unsupported(params: &TrainParams) -> Option<String> {
+        let fp = &params.forest;
+        if params.algorithm.0 != Algorithm::RandomForest {
+            return Some("only random forests are grown by LevelForest".into());
+        }
+        let reason = if fp.oob || fp.oob_per_observation {
+            "out-of-bag results"
+        } else if matches!(fp.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
+            "MDA importance"
+        } else if fp.exact {
+            "split_method exact"
+        } else if fp.random_splitter {
+            "splitter random"
+        } else if fp.max_leaf_nodes > 0 {
+            "max_leaf_nodes"
+        } else {
+            return None;
+        };
+        Some(format!("{reason} needs every row on one node"))
+    }
+
+    /// The start of training from every piece's merged summary (checked
+    /// by [`crate::LevelState::start`]: rows, options and classes): bins and
+    /// every tree's root open; or why the forest must train otherwise.
+    pub(crate) fn begin(
+        params: &TrainParams,
+        task: Task,
+        label: LabelInfo,
+        summary: LevelSummary,
+    ) -> Result<std::result::Result<LevelForest, String>> {
+        let fp = &params.forest;
+        let n_classes = label.classes.as_ref().map_or(0, Classes::len);
+        // A regression row adds `c·w·y²`; `largest` bounds `|w|` and `|w·y|`.
+        let largest = f64::from(MAX_DRAWS) * summary.largest * summary.largest.max(1.0);
+        if !exact_sums_fit(largest, summary.rows) {
+            return Ok(Err(format!(
+                "label '{}': values up to {:e} (times their weights) are too large to sum exactly over {} rows",
+                label.name, summary.largest, summary.rows
+            )));
+        }
+        let features = fitted_features(summary.features, summary.categories, summary.samples, &fp.quantize_params())?;
+        fp.features_per_node(features.len(), task)?;
+        let rows = summary.rows as f64;
+        // A bootstrap holds a row unless Poisson(sample_fraction) draws it 0 times.
+        let in_bag = rows * if fp.bootstrap { 1.0 - (-fp.sample_fraction).exp() } else { fp.sample_fraction };
+        let held = fp.n_trees as f64 * in_bag * (30 + 2 * features.len()) as f64;
+        if held > IN_MEMORY_BUDGET_BYTES {
+            return Ok(Err(format!(
+                "{} trees over {} rows would hold about {:.1} GB of rows in the task that finishes their small nodes",
+                fp.n_trees,
+                summary.rows,
+                held / 1e9
+            )));
+        }
+        let in_memory_rows = (rows * IN_MEMORY_SHARE).max(IN_MEMORY_MIN_ROWS);
+        let root = OpenNode { node: 0, depth: 0, in_memory: rows * fp.sample_fraction < in_memory_rows };
+        let tree = ForestTree {
+            tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
+            cover: vec![0.0],
+            gains: vec![0.0; features.len()],
+            root_weight: None,
+            open: vec![root],
+        };
+        Ok(Ok(LevelForest {
+            task,
+            label,
+            n_classes,
+            seed: fp.seed,
+            bootstrap: fp.bootstrap,
+            sample_fraction: fp.sample_fraction,
+            in_memory_rows,
+            training_rows: summary.rows,
+            skipped_null_labels: summary.skipped_null_labels,
+            trees: vec![tree; fp.n_trees],
+            features,
+        }))
+    }
+
+    /// True once every tree is grown: [`LevelForest::into_model`] then gives the model.
+    pub fn is_done(&self) -> bool {
+        self.trees.iter().all(|t| t.open.is_empty())
+    }
+
+    /// Trees fully grown.
+    pub fn trees_done(&self) -> usize {
+        self.trees.iter().filter(|t| t.open.is_empty()).count()
+    }
+
+    /// Trees the model will have.
+    pub fn n_trees(&self) -> usize {
+        self.trees.len()
+    }
+
+    /// Nodes the next level job sums or gathers.
+    pub fn open_nodes(&self) -> usize {
+        self.trees.iter().map(|t| t.open.len()).sum()
+    }
+
+    /// Statistics per histogram bin: class weights and count, or count, `Σw`, `Σwy` (and `Σwy²`).
+    fn lanes(&self) -> usize {
+        match self.task {
+            Task::Classification => self.n_classes + 1,
+            Task::Regression => 4,
+        }
+    }
+
+    /// How many times row hash `hash` is drawn into tree `tree`'s bootstrap.
+    fn draws(&self, hash: u64, tree: usize) -> u32 {
+        let stream = mix(self.seed ^ mix((tree as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)));
+        let u = (mix(hash ^ stream) >> 11) as f64 * f64::powi(2.0, -53);
+        if !self.bootstrap {
+            return u32::from(u < self.sample_fraction);
+        }
+        // Poisson(sample_fraction) by its inverse distribution function.
+        let lambda = self.sample_fraction;
+        let (mut k, mut p) = (0, (-lambda).exp());
+        let mut cdf = p;
+        while u > cdf && k < MAX_DRAWS {
+            k += 1;
+            p *= lambda / f64::from(k);
+            cdf += p;
+        }
+        k
+    }
+
+    /// Each tree's open nodes by node index: `(true, slot)` for a large
+    /// node's histograms, `(false, slot)` for a small node's rows; and the
+    /// two slot counts.
+    fn slots(&self) -> (Slots, usize, usize) {
+        let (mut large, mut small) = (0, 0);
+        let slots = self
+            .trees
+            .iter()
+            .map(|t| {
+                let mut of = vec![None; if t.open.is_empty() { 0 } else { t.tree.nodes.len() }];
+                for open in &t.open {
+                    let counter = if open.in_memory { &mut small } else { &mut large };
+                    of[open.node as usize] = Some((!open.in_memory, *counter as u32));
+                    *counter += 1;
+                }
+                of
+            })
+            .collect();
+        (slots, large, small)
+    }
+
+    /// One piece's sums for the level: each row drawn into each tree's
+    /// bootstrap as its hash says, walked to its open node, and added to
+    /// that node's histograms or rows.
+    pub fn sums(&self, data: &TrainingData) -> Result<LevelForestSums> {
+        check_features(&self.features, data)?;
+        let n = data.n_rows();
+        let values = global_values(&self.features, data);
+        let labels: Vec<f64> = match (global_labels(&self.label, data)?, &data.target) {
+            (Some(classes), _) => classes.into_iter().map(f64::from).collect(),
+            (None, Target::Values(y)) => y.clone(),
+            (None, Target::Classes(_)) => unreachable!("class labels are mapped"),
+        };
+        let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+        let regression = self.task == Task::Regression;
+        // A row adds up to MAX_DRAWS times `w` (and, for regression, `w·y` and `w·y²`).
+        let worst = (0..n)
+            .map(|r| {
+                f64::from(MAX_DRAWS) * weight(r).abs() * if regression { (labels[r] * labels[r]).max(1.0) } else { 1.0 }
+            })
+            .fold(0.0, f64::max);
+        if !exact_sums_fit(worst, self.training_rows.max(n as u64)) {
+            return Err(ArborError::Data(format!(
+                "label '{}': a value of {worst:e} is too large to sum exactly over {} rows",
+                self.label.name, self.training_rows
+            )));
+        }
+        let hashes = row_hashes(data);
+        let (slots, large, small) = self.slots();
+        let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
+        let (lanes, n_features, n_classes) = (self.lanes(), self.features.len(), self.n_classes);
+        let empty = || (ExactHistograms::with_lanes(&bins_per_feature, large, lanes), vec![NodeRows::default(); small]);
+        let rows: Vec<u32> = (0..n as u32).collect();
+        // One run of rows per thread: each holds a copy of the level's histograms.
+        let run = n.div_ceil(rayon::current_num_threads().max(1)).max(CHUNK_ROWS);
+        let (histograms, rows) = rows
+            .par_chunks(run)
+            .fold(empty, |(mut histograms, mut gathered), chunk| {
+                let mut bins = vec![0u16; n_features];
+                let mut sums = vec![0i128; lanes];
+                for &r in chunk {
+                    let r = r as usize;
+                    let mut binned = false;
+                    for (t, tree) in self.trees.iter().enumerate() {
+                        if tree.open.is_empty() {
+                            continue;
+                        }
+                        let count = self.draws(hashes[r], t);
+                        if count == 0 {
+                            continue;
+                        }
+                        let Some((large, slot)) = slots[t][tree.tree.node_reached(|f| values[f][r])] else {
+                            continue;
+                        };
+                        if !binned {
+                            for (f, bin) in bins.iter_mut().enumerate() {
+                                *bin = self.features[f].mapper.bin_value(values[f][r]);
+                            }
+                            binned = true;
+                        }
+                        let (c, w, y) = (f64::from(count), weight(r), labels[r]);
+                        if large {
+                            sums.fill(0);
+                            if regression {
+                                sums.copy_from_slice(&[fixed(c), fixed(c * w), fixed(c * w * y), fixed(c * w * y * y)]);
+                            } else {
+                                sums[y as usize] = fixed(c * w);
+                                sums[n_classes] = fixed(c);
+                            }
+                            histograms.add_fixed(slot as usize, &bins, &sums);
+                        } else {
+                            let node = &mut gathered[slot as usize];
+                            node.hashes.push(hashes[r]);
+                            node.counts.push(count);
+                            node.weights.push(w);
+                            node.labels.push(y);
+                            node.bins.extend_from_slice(&bins);
+                        }
+                    }
+                }
+                (histograms, gathered)
+            })
+            .reduce(empty, |(mut a, mut rows_a), (b, rows_b)| {
+                a.merge(&b).expect("the histograms of one level have one shape");
+                rows_a.iter_mut().zip(rows_b).for_each(|(mine, theirs)| mine.extend(theirs));
+                (a, rows_a)
+            });
+        Ok(LevelForestSums { histograms, rows })
+    }
+
+    /// Splits every large open node by its merged histograms, or makes it
+    /// a leaf, as the single-node grower decides; grows every small node's
+    /// subtree from its rows.
+    pub fn grow(&mut self, params: &TrainParams, sums: LevelForestSums) -> Result<()> {
+        let (slots, large, small) = self.slots();
+        if sums.histograms.nodes() != large || sums.rows.len() != small {
+            return Err(ArborError::Data(format!(
+                "sums of {} large and {} small nodes for a level of {large} and {small}",
+                sums.histograms.nodes(),
+                sums.rows.len()
+            )));
+        }
+        let m = params.forest.features_per_node(self.features.len(), self.task)?;
+        let mut rows: Vec<Option<NodeRows>> = sums.rows.into_iter().map(Some).collect();
+        let LevelForest { trees, features, task, n_classes, seed, in_memory_rows, .. } = self;
+        // Each tree takes its small nodes' rows; trees then grow in parallel.
+        let work: Vec<Vec<(OpenNode, Slot)>> = trees
+            .iter_mut()
+            .zip(&slots)
+            .map(|(tree, of)| {
+                let open = std::mem::take(&mut tree.open);
+                open.into_iter()
+                    .map(|o| match of[o.node as usize] {
+                        Some((true, slot)) => (o, Slot::Histograms(slot as usize)),
+                        Some((false, slot)) => (o, Slot::Rows(rows[slot as usize].take().unwrap_or_default())),
+                        None => unreachable!("every open node has a slot"),
+                    })
+                    .collect()
+            })
+            .collect();
+        let level = TreeLevel {
+            features,
+            task: *task,
+            n_classes: *n_classes,
+            seed: *seed,
+            in_memory_rows: *in_memory_rows,
+            params,
+            m,
+            histograms: &sums.histograms,
+        };
+        trees.par_iter_mut().zip(work).enumerate().try_for_each(|(t, (tree, nodes))| level.grow(t, tree, nodes))
+    }
+
+    /// The finished model (see [`LevelForest::is_done`]).
+    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+        if !self.is_done() {
+            return Err(ArborError::Data(format!(
+                "level-wise training stopped with {} of {} trees grown",
+                self.trees_done(),
+                self.n_trees()
+            )));
+        }
+        let n_features = self.features.len();
+        let mut trees = Vec::with_capacity(self.trees.len());
+        let mut covers = Vec::with_capacity(self.trees.len());
+        let mut gains = Vec::with_capacity(self.trees.len());
+        for tree in self.trees {
+            // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
+            let root = tree.root_weight.filter(|&w| w > 0.0).unwrap_or(1.0);
+            gains.push(tree.gains.iter().map(|g| g / root).collect::<Vec<f64>>());
+            trees.push(tree.tree);
+            covers.push(tree.cover);
+        }
+        let importance =
+            (params.forest.importance == ImportanceKind::Mdi).then(|| mean_decrease_impurity(&gains, n_features));
+        Ok(Model {
+            task: self.task,
+            algorithm: Algorithm::RandomForest,
+            label: self.label,
+            features: self.features,
+            trees: trees.into(),
+            voting: params.forest.voting,
+            importance,
+            oob_error: None,
+            params: params.describe(self.task, n_features, None),
+            training_rows: self.training_rows,
+            skipped_null_labels: self.skipped_null_labels,
+            boosting: None,
+            cover: Some(NodeCover::new(covers)),
+        })
+    }
+
+    /// Whether every index in the state points where it may: children after
+    /// their parent and inside the tree, features and leaf values that
+    /// exist (open nodes have no value yet), one gain per feature.
+    pub(crate) fn well_formed(&self) -> bool {
+        let n_features = self.features.len() as u32;
+        let width = if self.task == Task::Classification { self.n_classes } else { 1 };
+        (self.task == Task::Regression || self.n_classes >= 2)
+            && self.trees.iter().all(|t| {
+                let open = |i: usize| t.open.iter().any(|o| o.node as usize == i);
+                t.cover.len() == t.tree.nodes.len()
+                    && t.gains.len() == self.features.len()
+                    && t.tree.values.len() % width == 0
+                    && t.open.iter().all(|o| (o.node as usize) < t.tree.nodes.len())
+                    && t.tree.nodes.iter().enumerate().all(|(i, node)| match *node {
+                        Node::Split { feature, left, right, .. } => {
+                            feature < n_features
+                                && left as usize > i
+                                && right as usize > i
+                                && (left as usize) < t.tree.nodes.len()
+                                && (right as usize) < t.tree.nodes.len()
+                        }
+                        Node::Leaf { value } => (value as usize) < t.tree.values.len() || open(i),
+                    })
+            })
+    }
+}
+
+/// Per tree, per node index: `(large, slot)` of an open node, `None` for the others.
+type Slots = Vec<Vec<Option<(bool, u32)>>>;
+
+/// Where an open node's sums are.
+enum Slot {
+    /// At this node of the level's histograms.
+    Histograms(usize),
+    /// Its rows, gathered.
+    Rows(NodeRows),
+}
+
+/// What growing one tree's level reads, shared by every tree.
+struct TreeLevel<'a> {
+    features: &'a [Feature],
+    task: Task,
+    n_classes: usize,
+    seed: u64,
+    in_memory_rows: f64,
+    params: &'a TrainParams,
+    m: usize,
+    histograms: &'a ExactHistograms,
+}
+
+impl TreeLevel<'_> {
+    /// A target of no rows: what the leaf and impurity rules read of the task.
+    fn shape(&self) -> KernelTarget<'static> {
+        match self.task {
+            Task::Classification => KernelTarget::Classes { labels: &[], n_classes: self.n_classes },
+            Task::Regression => KernelTarget::Values { y: &[] },
+        }
+    }
+
+    /// The random stream of node `node` of tree `tree`.
+    fn node_rng(&self, tree: usize, node: u32) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(mix(self.seed) ^ mix(((tree as u64) << 32) | u64::from(node)))
+    }
+
+    /// Grows one tree's open nodes by a level (large ones) or whole (small ones).
+    fn grow(&self, t: usize, tree: &mut ForestTree, nodes: Vec<(OpenNode, Slot)>) -> Result<()> {
+        for (open, slot) in nodes {
+            match slot {
+                Slot::Histograms(slot) => self.split(t, tree, open, slot),
+                Slot::Rows(rows) => self.finish(t, tree, open, rows),
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits large node `open` by its histograms, or makes it a leaf.
+    fn split(&self, t: usize, tree: &mut ForestTree, open: OpenNode, slot: usize) {
+        let totals: Vec<f64> = self.histograms.totals(slot).into_iter().map(float).collect();
+        let stride = match self.task {
+            Task::Classification => self.n_classes + 1,
+            Task::Regression => 3,
+        };
+        let stats = &totals[..stride];
+        let settings =
+            self.settings(tree, open.node, || count_weight(stats, forest_criterion(self.params, self.task)).1);
+        let criterion = settings.criterion;
+        let (count, weight) = count_weight(stats, criterion);
+        let node = open.node as usize;
+        // The weighted variance of a regression node, from its exact sums.
+        let variance = || {
+            let mean = totals[2] / totals[1];
+            (totals[3] / totals[1] - mean * mean).max(0.0)
+        };
+        let threshold = settings.impurity_threshold.max(f64::EPSILON);
+        let splittable = settings.may_split(count, weight, open.depth as usize)
+            && weight > 0.0
+            && impure(stats, &self.shape(), criterion, |_, _, _| variance(), threshold);
+        let best = splittable.then(|| self.best_split(t, open.node, &settings, slot, stats, variance)).flatten();
+        let Some((f, split)) = best.filter(|(_, s)| s.merit() >= settings.min_gain) else {
+            self.make_leaf(tree, node, stats, criterion);
+            return;
+        };
+        tree.gains[f] += split.gain.max(0.0);
+        let mapper = &self.features[f].mapper;
+        let (test, default_left) = match &split.rule {
+            SplitRule::Threshold { bin, missing_left } => {
+                (SplitTest::LessOrEqual(mapper.threshold(*bin)), *missing_left)
+            }
+            SplitRule::Categories { goes_left } => categories_test(goes_left),
+        };
+        let left = tree.tree.nodes.len();
+        tree.tree.nodes.extend([Node::Leaf { value: 0 }, Node::Leaf { value: 0 }]);
+        tree.cover.extend([0.0, 0.0]);
+        tree.tree.nodes[node] =
+            Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
+        tree.cover[node] = node_cover(stats, criterion);
+        for (child, child_stats) in [(left, &split.left[..]), (left + 1, &split.right[..])] {
+            let (count, weight) = count_weight(child_stats, criterion);
+            if settings.may_split(count, weight, open.depth as usize + 1) {
+                let in_memory = count < self.in_memory_rows;
+                tree.open.push(OpenNode { node: child as u32, depth: open.depth + 1, in_memory });
+            } else {
+                self.make_leaf(tree, child, child_stats, criterion);
+            }
+        }
+    }
+
+    /// The tree's grow settings; the root's weight is set from `root_weight` when node 0 is grown.
+    fn settings(&self, tree: &mut ForestTree, node: u32, root_weight: impl FnOnce() -> f64) -> GrowSettings {
+        if node == 0 {
+            tree.root_weight = Some(root_weight());
+        }
+        forest_settings(self.params, self.task, self.m, tree.root_weight.unwrap_or(0.0))
+    }
+
+    /// The best of `m` features drawn from the node's stream (constant ones
+    /// do not count), as the single-node grower searches a node.
+    fn best_split(
+        &self,
+        t: usize,
+        node: u32,
+        settings: &GrowSettings,
+        slot: usize,
+        stats: &[f64],
+        variance: impl Fn() -> f64,
+    ) -> Option<(usize, SplitCandidate)> {
+        let criterion = settings.criterion;
+        let stride = stats.len();
+        let n_features = self.features.len();
+        let mappers = self.features.iter().map(|f| &f.mapper);
+        let chargeable = settings.charges_categories(mappers);
+        let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
+        let (_, weight) = count_weight(stats, criterion);
+        let noise = || {
+            let per_degree = match criterion {
+                Criterion::Gini => gini_index(stats, self.n_classes, weight),
+                Criterion::Entropy => (self.n_classes as f64 - 1.0) / 2.0,
+                _ => variance(),
+            };
+            settings.category_penalty * per_degree
+        };
+        let mut rng = self.node_rng(t, node);
+        let mut perm: Vec<usize> = (0..n_features).collect();
+        let (mut best, mut unit, mut visited) = (None, None, 0);
+        for i in 0..n_features {
+            if visited >= self.m {
+                break;
+            }
+            draw_feature(&mut perm, i, &mut rng);
+            let f = perm[i];
+            let hist = self.histograms.feature(slot, f, stride);
+            if occupied_bins(&hist, stride, criterion) < 2 {
+                continue; // constant here: does not count towards features_per_node
+            }
+            let mapper: &BinMapper = &self.features[f].mapper;
+            let charged =
+                chargeable && mapper.is_categorical() && mapper.n_bins() > arbor_kernels::UNCHARGED_DEGREES + 2;
+            let constraints = if charged { &per_degree } else { &settings.constraints };
+            visited += 1;
+            if let Some(candidate) = best_split(&hist, stride, criterion, constraints, mapper.is_categorical()) {
+                offer(&mut best, f, candidate, &mut unit, noise);
+            }
+        }
+        best
+    }
+
+    /// Makes node `node` a leaf of `stats`' value.
+    fn make_leaf(&self, tree: &mut ForestTree, node: usize, stats: &[f64], criterion: Criterion) {
+        let offset = tree.tree.values.len();
+        leaf_value(stats, &self.shape(), criterion, 1.0, &mut tree.tree.values);
+        tree.tree.nodes[node] = Node::Leaf { value: offset as u32 };
+        tree.cover[node] = node_cover(stats, criterion);
+    }
+
+    /// Grows small node `open`'s whole subtree from its rows with the
+    /// single-node grower, and grafts it in place of the node.
+    fn finish(&self, t: usize, tree: &mut ForestTree, open: OpenNode, rows: NodeRows) {
+        let criterion = forest_criterion(self.params, self.task);
+        if rows.len() == 0 {
+            // A tree whose bootstrap drew no row (a tiny table): a leaf of nothing.
+            let nothing = vec![0.0; if self.task == Task::Classification { self.n_classes + 1 } else { 3 }];
+            self.settings(tree, open.node, || 0.0);
+            return self.make_leaf(tree, open.node as usize, &nothing, criterion);
+        }
+        let width = self.features.len();
+        let order = rows.in_content_order(width);
+        let mut codes = Vec::with_capacity(order.len() * width);
+        order.iter().for_each(|&r| codes.extend_from_slice(&rows.bins[r * width..(r + 1) * width]));
+        let counts: Vec<f64> = order.iter().map(|&r| f64::from(rows.counts[r])).collect();
+        let weights: Vec<f64> = order.iter().map(|&r| f64::from(rows.counts[r]) * rows.weights[r]).collect();
+        let unweighted = order.iter().all(|&r| rows.weights[r] == 1.0);
+        let labels: Vec<f64> = order.iter().map(|&r| rows.labels[r]).collect();
+        let classes: Vec<u32> = match self.task {
+            Task::Classification => labels.iter().map(|&c| c as u32).collect(),
+            Task::Regression => Vec::new(),
+        };
+        let target = match self.task {
+            Task::Classification => KernelTarget::Classes { labels: &classes, n_classes: self.n_classes },
+            Task::Regression => KernelTarget::Values { y: &labels },
+        };
+        let total: f64 = weights.iter().sum();
+        let mut settings = self.settings(tree, open.node, || total);
+        if settings.max_depth > 0 {
+            settings.max_depth -= open.depth as usize;
+        }
+        let mappers: Vec<BinMapper> = self.features.iter().map(|f| f.mapper.clone()).collect();
+        let matrix = BinnedMatrix::from_codes(&codes, mappers);
+        drop(codes);
+        let weights = TreeWeights {
+            counts: Cow::Owned(counts),
+            weights: if unweighted { None } else { Some(Cow::Owned(weights)) },
+        };
+        let mut rng = self.node_rng(t, open.node);
+        let grown =
+            grow_tree(&matrix, None, &target, (0..order.len() as u32).collect(), weights, &settings, None, &mut rng);
+        tree.gains.iter_mut().zip(&grown.gain_per_feature).for_each(|(g, add)| *g += add);
+        graft(tree, open.node as usize, grown.tree, grown.cover);
+    }
+}
+
+/// Puts `subtree` (with its node covers) in place of leaf `at` of `tree`:
+/// its root at `at`, its other nodes appended, its values after the tree's.
+fn graft(tree: &mut ForestTree, at: usize, subtree: Tree, cover: Vec<f32>) {
+    let base = tree.tree.nodes.len();
+    let values = tree.tree.values.len() as u32;
+    let place = |i: u32| if i == 0 { at as u32 } else { (base - 1) as u32 + i };
+    let moved = |node: Node| match node {
+        Node::Split { feature, test, default_left, left, right } => {
+            Node::Split { feature, test, default_left, left: place(left), right: place(right) }
+        }
+        Node::Leaf { value } => Node::Leaf { value: values + value },
+    };
+    let mut nodes = subtree.nodes.into_iter();
+    let mut covers = cover.into_iter();
+    if let Some(root) = nodes.next() {
+        tree.tree.nodes[at] = moved(root);
+        tree.cover[at] = covers.next().unwrap_or(0.0);
+    }
+    tree.tree.nodes.extend(nodes.map(moved));
+    tree.cover.extend(covers);
+    tree.tree.values.extend(subtree.values);
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Int64Array, RecordBatch};
+
+    use super::*;
+    use crate::train::level_state::{LevelStart, LevelState, LevelSums};
+    use crate::train::level_test_rows::{self, rmse, trainer};
+
+    /// Rows `offset..offset + n` with a categorical feature of nine
+    /// categories and a response with hashed noise.
+    fn table(n: usize, offset: usize) -> RecordBatch {
+        level_test_rows::table(offset..offset + n, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0)
+    }
+
+    /// Trains level by level on the pieces `cuts` makes of `batch` (row
+    /// ranges), merging the pieces' results in the order given, every
+    /// state and partial sum through its bytes; also the number of jobs.
+    fn train_in_pieces(options: &str, label: &str, batch: &RecordBatch, cuts: &[(usize, usize)]) -> (Model, usize) {
+        let trainer = trainer(options, label);
+        let params = trainer.params().clone();
+        let pieces: Vec<TrainingData> =
+            cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
+        let mut summary = LevelSummary::default();
+        for piece in &pieces {
+            summary.merge(LevelSummary::from_bytes(&LevelSummary::of(piece).to_bytes()).unwrap()).unwrap();
+        }
+        let LevelStart::Grow(mut state) = LevelState::start(&params, summary).unwrap() else { panic!("grows") };
+        let mut jobs = 1;
+        while !state.is_done() {
+            let mut sums: Option<LevelSums> = None;
+            for piece in &pieces {
+                let part = LevelSums::from_bytes(&state.sums(piece).unwrap().to_bytes()).unwrap();
+                match sums.as_mut() {
+                    Some(sums) => sums.merge(part).unwrap(),
+                    None => sums = Some(part),
+                }
+            }
+            *state = LevelState::from_bytes(&state.to_bytes()).unwrap();
+            state.grow(&params, sums.unwrap()).unwrap();
+            jobs += 1;
+        }
+        (state.into_model(&params).unwrap(), jobs)
+    }
+
+    fn accuracy(model: &Model, batch: &RecordBatch) -> f64 {
+        let truth = batch.column_by_name("class").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
+        let classes = model.score(batch).unwrap().class_index();
+        classes.iter().zip(truth.values()).filter(|(&c, &t)| c as i64 == t).count() as f64 / truth.len() as f64
+    }
+
+    /// The model depends on the rows alone: one piece, or three of any
+    /// sizes merged in another order, give the same bytes; large nodes
+    /// split by histograms for a few levels before small ones finish.
+    #[test]
+    fn pieces_and_their_order_do_not_change_the_forest() {
+        let batch = table(12_000, 0);
+        for (options, label) in [("n_trees=6 seed=3", "y"), ("n_trees=5 max_depth=9", "class")] {
+            let (whole, jobs) = train_in_pieces(options, label, &batch, &[(0, 12_000)]);
+            let (pieces, _) = train_in_pieces(options, label, &batch, &[(8100, 3900), (0, 5234), (5234, 2866)]);
+            assert_eq!(whole.to_bytes(), pieces.to_bytes(), "{options} {label}");
+            assert_eq!(whole.trees().len(), if label == "y" { 6 } else { 5 });
+            // 12,000 rows: roots of ~12,000, then ~6,000 and ~3,000 by histograms; 1,500 in memory.
+            assert!(jobs >= 4, "{jobs} jobs");
+            assert_eq!(whole.algorithm(), Algorithm::RandomForest);
+        }
+    }
+
+    /// Held-out error as good as the single-node forest's: the trees are
+    /// another draw of the same forest, so the figures are averaged over
+    /// three seeds (one seed's RMSE differs by up to 2% either way).
+    #[test]
+    fn level_wise_forest_fits_as_the_single_node_forest_does() {
+        let (train, test) = (table(12_000, 0), table(4_000, 50_000));
+        let (mut single_rmse, mut level_rmse, mut single_accuracy, mut level_accuracy) = (0.0, 0.0, 0.0, 0.0);
+        for seed in [11, 12, 13] {
+            let options = format!("n_trees=20 seed={seed}");
+            let single = trainer(&options, "y").fit(std::slice::from_ref(&train)).unwrap();
+            let (levels, _) = train_in_pieces(&options, "y", &train, &[(0, 7000), (7000, 5000)]);
+            assert_eq!(single.features(), levels.features());
+            single_rmse += rmse(&single, &test) / 3.0;
+            level_rmse += rmse(&levels, &test) / 3.0;
+            let options = format!("n_trees=20 seed={seed} max_features=2");
+            let single = trainer(&options, "class").fit(std::slice::from_ref(&train)).unwrap();
+            let (levels, _) = train_in_pieces(&options, "class", &train, &[(0, 3000), (3000, 9000)]);
+            single_accuracy += accuracy(&single, &test) / 3.0;
+            level_accuracy += accuracy(&levels, &test) / 3.0;
+            // MDI ranks the features as the single-node forest's does.
+            let rank = |model: &Model| {
+                let importance = model.importance().expect("MDI by default").to_vec();
+                let mut order: Vec<usize> = (0..importance.len()).collect();
+                order.sort_by(|&a, &b| importance[b].total_cmp(&importance[a]));
+                order
+            };
+            assert_eq!(rank(&single), rank(&levels), "{:?} {:?}", single.importance(), levels.importance());
+        }
+        assert!(level_rmse <= single_rmse * 1.01, "single-node RMSE {single_rmse}, level-wise {level_rmse}");
+        assert!(
+            level_accuracy >= single_accuracy - 0.005,
+            "accuracy: single {single_accuracy}, levels {level_accuracy}"
+        );
+    }
+
+    /// Options that need the rows in one place say so; corrupt sums and
+    /// states are errors; a forest too large to finish in one task's
+    /// memory trains as sub-forests.
+    #[test]
+    fn unsupported_options_and_corrupt_bytes_are_refused() {
+        for (options, what) in [
+            ("oob=true", "out-of-bag"),
+            ("importance=mda_raw", "MDA"),
+            ("splitter=random", "splitter random"),
+            ("max_leaf_nodes=8", "max_leaf_nodes"),
+        ] {
+            let params = TrainParams::parse_options(options).unwrap();
+            assert!(LevelForest::unsupported(&params).unwrap().contains(what), "{options}");
+        }
+        assert!(LevelForest::unsupported(&TrainParams::default()).is_none());
+        let batch = table(2_000, 0);
+        let trainer = trainer("n_trees=3", "y");
+        let params = trainer.params().clone();
+        let data = trainer.training_data(vec![batch]).unwrap();
+        let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
+            panic!("grows")
+        };
+        let bytes = state.sums(&data).unwrap().to_bytes();
+        for cut in [0, 1, 9, bytes.len() / 2, bytes.len() - 1] {
+            assert!(LevelSums::from_bytes(&bytes[..cut]).is_err(), "{cut} bytes");
+        }
+        let mut tree_state = state.to_bytes();
+        assert!(LevelState::from_bytes(&tree_state).is_ok());
+        tree_state.truncate(tree_state.len() - 3);
+        assert!(LevelState::from_bytes(&tree_state).is_err());
+        // 10,000 trees over 2,000 rows would gather about 1 GB: still level-wise; 100,000 would not.
+        let huge = TrainParams::parse_options("n_trees=100000").unwrap();
+        let LevelStart::OneNode(reason) = LevelState::start(&huge, LevelSummary::of(&data)).unwrap() else {
+            panic!("too large to finish in memory")
+        };
+        assert!(reason.contains("100000 trees"), "{reason}");
+    }
+}

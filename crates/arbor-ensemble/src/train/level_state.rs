@@ -1,0 +1,187 @@
+//! Level-wise training in progress, of either algorithm: what the steps of
+//! a cluster's training hand each other. Gradient boosting grows one
+//! round's trees a level at a time ([`LevelBoosting`]); a random forest
+//! grows every tree a level at a time and finishes small nodes from their
+//! rows ([`LevelForest`]). Both start from the same [`LevelSummary`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::dataset::TrainingData;
+use crate::data::label::Classes;
+use crate::model::Model;
+use crate::train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary};
+use crate::train::level_forest::{LevelForest, LevelForestSums};
+use crate::{Algorithm, ArborError, Result, Task, TrainParams};
+
+/// How training goes on after the summary: level by level, or on one
+/// node because the rows or options need what levels cannot give.
+#[derive(Debug)]
+pub enum LevelStart {
+    /// Grow level by level.
+    Grow(Box<LevelState>),
+    /// Train on one node (or as sub-forests) instead, for this reason.
+    OneNode(String),
+}
+
+/// Training in progress between two level jobs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum LevelState {
+    /// Gradient boosting.
+    Boosting(LevelBoosting),
+    /// A random forest.
+    Forest(LevelForest),
+}
+
+/// One or more pieces' sums for a level, of either algorithm.
+#[derive(Clone, Debug)]
+pub enum LevelSums {
+    /// Boosting's gradient histograms.
+    Boosting(LevelHistograms),
+    /// A forest's histograms and small nodes' rows.
+    Forest(LevelForestSums),
+}
+
+/// Where training stands, for progress reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelStanding {
+    /// Boosting rounds or forest trees finished.
+    pub done: usize,
+    /// Rounds or trees the model will have.
+    pub total: usize,
+    /// Nodes the next level job sums.
+    pub open_nodes: usize,
+}
+
+impl LevelState {
+    /// Why `params` cannot be trained level by level, if they cannot.
+    pub fn unsupported(params: &TrainParams) -> Option<String> {
+        match params.algorithm.0 {
+            Algorithm::GradientBoosting => LevelBoosting::unsupported(params),
+            Algorithm::RandomForest => LevelForest::unsupported(params),
+        }
+    }
+
+    /// The start of training from every piece's merged summary.
+    pub fn start(params: &TrainParams, mut summary: LevelSummary) -> Result<LevelStart> {
+        if let Some(reason) = Self::unsupported(params) {
+            return Ok(LevelStart::OneNode(reason));
+        }
+        let (Some(task), Some(label)) = (summary.task, summary.label.take()) else {
+            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
+        };
+        params.validate(task)?;
+        if task == Task::Classification && label.classes.as_ref().map_or(0, Classes::len) < 2 {
+            return Ok(LevelStart::OneNode("the label holds a single class".into()));
+        }
+        let begun = match params.algorithm.0 {
+            Algorithm::GradientBoosting => {
+                LevelBoosting::begin(params, task, label, summary)?.map(LevelState::Boosting)
+            }
+            Algorithm::RandomForest => LevelForest::begin(params, task, label, summary)?.map(LevelState::Forest),
+        };
+        Ok(match begun {
+            Ok(state) => LevelStart::Grow(Box::new(state)),
+            Err(reason) => LevelStart::OneNode(reason),
+        })
+    }
+
+    /// True once every tree is grown: [`LevelState::into_model`] then gives the model.
+    pub fn is_done(&self) -> bool {
+        match self {
+            LevelState::Boosting(b) => b.is_done(),
+            LevelState::Forest(f) => f.is_done(),
+        }
+    }
+
+    /// Rounds or trees done and to do, and the nodes open.
+    pub fn standing(&self) -> LevelStanding {
+        match self {
+            LevelState::Boosting(b) => {
+                LevelStanding { done: b.rounds_done(), total: b.n_rounds(), open_nodes: b.open_nodes() }
+            }
+            LevelState::Forest(f) => {
+                LevelStanding { done: f.trees_done(), total: f.n_trees(), open_nodes: f.open_nodes() }
+            }
+        }
+    }
+
+    /// One piece's sums for the next level.
+    pub fn sums(&self, data: &TrainingData) -> Result<LevelSums> {
+        Ok(match self {
+            LevelState::Boosting(b) => LevelSums::Boosting(b.histograms(data)?),
+            LevelState::Forest(f) => LevelSums::Forest(f.sums(data)?),
+        })
+    }
+
+    /// Grows the level from every piece's merged sums.
+    pub fn grow(&mut self, params: &TrainParams, sums: LevelSums) -> Result<()> {
+        match (self, sums) {
+            (LevelState::Boosting(b), LevelSums::Boosting(sums)) => b.grow(params, &sums),
+            (LevelState::Forest(f), LevelSums::Forest(sums)) => f.grow(params, sums),
+            _ => Err(ArborError::Data("sums of one algorithm for the training of another".into())),
+        }
+    }
+
+    /// The finished model (see [`LevelState::is_done`]).
+    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+        match self {
+            LevelState::Boosting(b) => b.into_model(params),
+            LevelState::Forest(f) => f.into_model(params),
+        }
+    }
+
+    /// The state as bytes, for the next step.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).expect("training state always serializes")
+    }
+
+    /// A state read back from [`LevelState::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelState> {
+        let state: LevelState = postcard::from_bytes(bytes)
+            .map_err(|e| ArborError::Data(format!("level-wise training state is corrupt: {e}")))?;
+        let well_formed = match &state {
+            LevelState::Boosting(b) => b.well_formed(),
+            LevelState::Forest(f) => f.well_formed(),
+        };
+        if !well_formed {
+            return Err(ArborError::Data("level-wise training state is corrupt: its trees do not fit together".into()));
+        }
+        Ok(state)
+    }
+}
+
+impl LevelSums {
+    /// Adds another piece's sums (of the same level).
+    pub fn merge(&mut self, other: LevelSums) -> Result<()> {
+        match (self, other) {
+            (LevelSums::Boosting(a), LevelSums::Boosting(b)) => a.merge(&b),
+            (LevelSums::Forest(a), LevelSums::Forest(b)) => a.merge(b),
+            _ => Err(ArborError::Data("partial sums of two algorithms".into())),
+        }
+    }
+
+    /// Bytes held on the heap, for a memory pool's accounting.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            LevelSums::Boosting(h) => h.heap_size(),
+            LevelSums::Forest(f) => f.heap_size(),
+        }
+    }
+
+    /// The sums as bytes: a tag, then the algorithm's own bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        match self {
+            LevelSums::Boosting(h) => [vec![0], h.to_bytes()].concat(),
+            LevelSums::Forest(f) => [vec![1], f.to_bytes()].concat(),
+        }
+    }
+
+    /// Sums read back from [`LevelSums::to_bytes`]; corrupt bytes are an error.
+    pub fn from_bytes(bytes: &[u8]) -> Result<LevelSums> {
+        match bytes.split_first() {
+            Some((0, h)) => Ok(LevelSums::Boosting(LevelHistograms::from_bytes(h)?)),
+            Some((1, f)) => Ok(LevelSums::Forest(LevelForestSums::from_bytes(f)?)),
+            _ => Err(ArborError::Data("partial level sums are corrupt".into())),
+        }
+    }
+}
