@@ -78,6 +78,19 @@ impl ExactHistograms {
         self.nodes
     }
 
+    /// Whether the sums have this shape: features of these bin counts, and `lanes` sums a bin.
+    pub(crate) fn has_shape(&self, bins_per_feature: &[usize], lanes: usize) -> bool {
+        let mut at = 0;
+        self.lanes == lanes
+            && self.offsets.len() == bins_per_feature.len() + 1
+            && std::iter::once(0)
+                .chain(bins_per_feature.iter().map(|b| {
+                    at += b;
+                    at
+                }))
+                .eq(self.offsets.iter().copied())
+    }
+
     fn total_bins(&self) -> usize {
         *self.offsets.last().expect("offsets start with 0")
     }

@@ -467,6 +467,22 @@ impl LevelForest {
                 sums.rows.len()
             )));
         }
+        // Sums that do not fit this level are refused before anything reads them.
+        let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
+        let width = self.features.len();
+        let label_fits = |y: f64| match self.task {
+            Task::Classification => y.fract() == 0.0 && y >= 0.0 && (y as usize) < self.n_classes,
+            Task::Regression => y.is_finite(),
+        };
+        let rows_fit = |r: &NodeRows| {
+            r.bins.len() == r.len() * width
+                && r.counts.iter().all(|&c| (1..=MAX_DRAWS).contains(&c))
+                && r.weights.iter().all(|w| w.is_finite())
+                && r.labels.iter().all(|&y| label_fits(y))
+        };
+        if !sums.histograms.has_shape(&bins_per_feature, self.lanes()) || !sums.rows.iter().all(rows_fit) {
+            return Err(ArborError::Data("partial forest sums do not fit the level's features and label".into()));
+        }
         let m = params.forest.features_per_node(self.features.len(), self.task)?;
         let mut rows: Vec<Option<NodeRows>> = sums.rows.into_iter().map(Some).collect();
         let LevelForest { trees, features, task, n_classes, seed, in_memory_rows, .. } = self;
@@ -928,6 +944,15 @@ mod tests {
         for cut in [0, 1, 9, bytes.len() / 2, bytes.len() - 1] {
             assert!(LevelSums::from_bytes(&bytes[..cut]).is_err(), "{cut} bytes");
         }
+        // Sums of another shape (a forest over other features) are refused, not read.
+        let other = level_test_rows::trainer("n_trees=3", "y").features(["x", "z"]);
+        let other_data = other.training_data(vec![table(2_000, 0)]).unwrap();
+        let LevelStart::Grow(other_state) = LevelState::start(&params, LevelSummary::of(&other_data)).unwrap() else {
+            panic!("grows")
+        };
+        let mut grown = state.clone();
+        let error = grown.grow(&params, other_state.sums(&other_data).unwrap()).unwrap_err().to_string();
+        assert!(error.contains("do not fit"), "{error}");
         let mut tree_state = state.to_bytes();
         assert!(LevelState::from_bytes(&tree_state).is_ok());
         tree_state.truncate(tree_state.len() - 3);
