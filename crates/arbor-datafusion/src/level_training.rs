@@ -105,9 +105,8 @@ impl LevelTraining {
         let report = |state: &LevelState, jobs: usize| {
             if let Some(progress) = &progress {
                 let standing = state.standing();
-                let (rounds_done, n_rounds, open_nodes) = (standing.done, standing.total, standing.open_nodes);
-                let unit = if matches!(state, LevelState::Boosting(_)) { "rounds" } else { "trees" };
-                progress.report(&LevelStep { jobs, rounds_done, n_rounds, unit, open_nodes });
+                let (rounds_done, n_rounds, unit) = (standing.done, standing.total, standing.unit);
+                progress.report(&LevelStep { jobs, rounds_done, n_rounds, unit, open_nodes: standing.open_nodes });
             }
         };
         let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {

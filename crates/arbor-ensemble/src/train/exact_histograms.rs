@@ -2,9 +2,10 @@
 //! across a cluster's partitions. Each row's statistics (boosting: count,
 //! gradient, hessian and squared gradient; forests: class weights and
 //! count, or count, weight, `w·y` and `w·y²`) are rounded once to a
-//! multiple of 2^-40 and added as 128-bit integers. Partial histograms built on any split of the rows, in
-//! any order, therefore merge into the same bits, and so the model depends
-//! on the rows alone, not on partitions, files, executors or retried tasks.
+//! multiple of 2^-40 and added as 128-bit integers. Partial histograms
+//! built on any split of the rows, in any order, therefore merge into the
+//! same bits, and so the model depends on the rows alone, not on
+//! partitions, files, executors or retried tasks.
 
 use arbor_kernels::Criterion;
 

@@ -48,6 +48,8 @@ pub struct LevelStanding {
     pub done: usize,
     /// Rounds or trees the model will have.
     pub total: usize,
+    /// What `done` and `total` count: `"rounds"` (boosting) or `"trees"` (a forest).
+    pub unit: &'static str,
     /// Nodes the next level job sums.
     pub open_nodes: usize,
 }
@@ -97,10 +99,10 @@ impl LevelState {
     pub fn standing(&self) -> LevelStanding {
         match self {
             LevelState::Boosting(b) => {
-                LevelStanding { done: b.rounds_done(), total: b.n_rounds(), open_nodes: b.open_nodes() }
+                LevelStanding { done: b.rounds_done(), total: b.n_rounds(), unit: "rounds", open_nodes: b.open_nodes() }
             }
             LevelState::Forest(f) => {
-                LevelStanding { done: f.trees_done(), total: f.n_trees(), open_nodes: f.open_nodes() }
+                LevelStanding { done: f.trees_done(), total: f.n_trees(), unit: "trees", open_nodes: f.open_nodes() }
             }
         }
     }
