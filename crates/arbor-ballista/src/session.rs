@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_datafusion::{LevelTraining, TrainForest, TrainStep};
+use arbor_datafusion::{FinishNodes, LevelTraining, SmallNodeRecords, TrainForest, TrainStep};
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionStateExt;
 use ballista_core::extension::{
@@ -17,7 +17,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::execution::FunctionRegistry;
-use datafusion::logical_expr::AggregateUDF;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -64,6 +64,8 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainForest::distributed())))?;
     // The steps of level-wise training ([`LevelTraining`]), which executors run.
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainStep::new())))?;
+    state.register_udf(Arc::new(ScalarUDF::new_from_impl(SmallNodeRecords::new())))?;
+    state.register_udaf(Arc::new(AggregateUDF::new_from_impl(FinishNodes::new())))?;
     Ok(state)
 }
 
@@ -126,6 +128,8 @@ fn with_arbor(ctx: SessionContext) -> Result<SessionContext> {
     arbor_datafusion::register(&ctx);
     ctx.register_udaf(AggregateUDF::new_from_impl(TrainForest::distributed()));
     ctx.register_udaf(AggregateUDF::new_from_impl(TrainStep::new()));
+    ctx.register_udf(ScalarUDF::new_from_impl(SmallNodeRecords::new()));
+    ctx.register_udaf(AggregateUDF::new_from_impl(FinishNodes::new()));
     let state = ctx.state();
     let ballista = state.query_planner().clone();
     let state = SessionStateBuilder::new_from_existing(state)

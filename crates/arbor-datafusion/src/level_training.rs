@@ -2,44 +2,65 @@
 //! workers (a Ballista cluster): a query planner that trains a
 //! `train_forest(...)` without GROUP BY level by level before the statement
 //! runs. Gradient boosting grows each round's trees a level per job; a
-//! random forest grows all its trees a level per job, and finishes nodes
-//! small enough from their rows (PLANET).
+//! random forest grows all its trees a level per job, then finishes the
+//! nodes small enough from their rows (PLANET), spread over the tasks.
 //!
 //! The planner wraps another (Ballista's, or DataFusion's own). For each
 //! such aggregate in a statement it runs one small query per step through
 //! the wrapped planner: `SELECT arbor_train_step(<state>, label, features...)
 //! FROM <the aggregate's input>`, first to summarize the rows, then once per
-//! tree level. Every partition sums its own rows; only summaries,
-//! histograms and the rows of a forest's small nodes (binned) move, to the
-//! final aggregate that grows the level. The finished model then replaces
-//! the aggregate as a literal, and the statement runs as written around
-//! it. Options that need every row in one place, a single class, no rows,
-//! or a forest too large to finish its small nodes in one task leave the
-//! aggregate to train as it always does (on a cluster: as sub-forests).
+//! tree level. Every partition sums its own rows; only summaries and
+//! histograms move, to the final aggregate that grows the level.
+//!
+//! A forest's small nodes then finish in batches, each in one job:
+//!
+//! ```text
+//! SELECT key, arbor_finish_nodes(<state>, key, record, <options>)
+//! FROM (SELECT unnest(arbor_small_node_records(<state>, label, features..., <options>)) ...)
+//! GROUP BY key
+//! ```
+//!
+//! Every partition sends each row, binned, to each small node it reaches;
+//! the grouping spreads the nodes over the tasks, each grows its nodes'
+//! subtrees, and the driver grafts them. No task holds more than its
+//! groups' rows.
+//!
+//! The finished model then replaces the aggregate as a literal, and the
+//! statement runs as written around it. Options that need every row in one
+//! place, a single class or no rows leave the aggregate to train as it
+//! always does (on a cluster: as sub-forests).
 
 use std::sync::Arc;
 
 use arbor_ensemble::{Algorithm, LevelState, TrainParams};
 use arrow::array::{Array, AsArray};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, UInt64Type};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{exec_err, DFSchema, ScalarValue};
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
-use datafusion::logical_expr::expr::AggregateFunction;
-use datafusion::logical_expr::{Aggregate, AggregateUDF, EmptyRelation, Expr, LogicalPlan, Projection};
+use datafusion::functions::core::expr_fn::get_field;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::{
+    col, Aggregate, AggregateUDF, EmptyRelation, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF,
+};
 use datafusion::physical_plan::{collect, ExecutionPlan};
 
 use crate::error::FunctionError;
+use crate::finish_nodes::FinishNodes;
 use crate::level_progress::{LevelProgress, LevelStep};
 use crate::model_column::model_scalar;
+use crate::small_node_records::SmallNodeRecords;
 use crate::sql_options::TrainOptions;
 use crate::train_step::{StepOutcome, TrainStep};
 
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
+
+/// The column of a finishing job's records, between the scan and the grouping.
+const RECORDS: &str = "__arbor_records";
 
 /// A query planner that trains forests and gradient boosting level by level over the
 /// partitions of its input (see the module's documentation), then plans
@@ -48,12 +69,19 @@ const NAME: &str = "train_forest";
 pub struct LevelTraining {
     inner: Arc<dyn QueryPlanner + Send + Sync>,
     step: Arc<AggregateUDF>,
+    records: Arc<ScalarUDF>,
+    finish: Arc<AggregateUDF>,
 }
 
 impl LevelTraining {
     /// A planner that trains level by level, then plans with `inner`.
     pub fn new(inner: Arc<dyn QueryPlanner + Send + Sync>) -> LevelTraining {
-        LevelTraining { inner, step: Arc::new(AggregateUDF::new_from_impl(TrainStep::new())) }
+        LevelTraining {
+            inner,
+            step: Arc::new(AggregateUDF::new_from_impl(TrainStep::new())),
+            records: Arc::new(ScalarUDF::new_from_impl(SmallNodeRecords::new())),
+            finish: Arc::new(AggregateUDF::new_from_impl(FinishNodes::new())),
+        }
     }
 
     /// `plan` with every aggregate that trains level by level replaced by its model.
@@ -115,10 +143,15 @@ impl LevelTraining {
         };
         report(&state, jobs);
         while !state.is_done() {
-            state = match self.step(aggregate, &call, state.to_bytes(), session).await? {
-                StepOutcome::Grow(state) => state,
-                StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
-            };
+            if state.finishing().is_empty() {
+                state = match self.step(aggregate, &call, state.to_bytes(), session).await? {
+                    StepOutcome::Grow(state) => state,
+                    StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
+                };
+            } else {
+                let grown = self.finish(aggregate, &call, state.finishing_bytes(), session).await?;
+                state.graft_nodes(&call.params, grown).exec(NAME)?;
+            }
             jobs += 1;
             report(&state, jobs);
         }
@@ -139,6 +172,54 @@ impl LevelTraining {
         Ok(Some(LogicalPlan::Projection(projection)))
     }
 
+    /// Runs one job that finishes the small nodes a forest's `state` names
+    /// next ([`LevelState::finishing`]): each node's key and its grown
+    /// subtree's bytes.
+    async fn finish(
+        &self,
+        aggregate: &Aggregate,
+        call: &LevelCall,
+        state: Vec<u8>,
+        session: &dyn Session,
+    ) -> Result<Vec<(u64, Vec<u8>)>> {
+        let (_, columns) = call.args.split_last().expect("a level call has options");
+        let options = || ScalarValue::Utf8(Some(call.options.clone()));
+        let args = std::iter::once(Expr::Literal(ScalarValue::Binary(Some(state.clone())), None))
+            .chain(columns.iter().cloned())
+            .chain(std::iter::once(Expr::Literal(options(), None)));
+        let records = Expr::ScalarFunction(ScalarFunction::new_udf(self.records.clone(), args.collect()));
+        let finish = Expr::AggregateFunction(AggregateFunction::new_udf(
+            self.finish.clone(),
+            vec![keyed(ScalarValue::Binary(Some(state))), col("key"), col("record"), keyed(options())],
+            false,
+            None,
+            vec![],
+            None,
+        ));
+        let plan = LogicalPlanBuilder::from(aggregate.input.as_ref().clone())
+            .project([records.alias(RECORDS)])?
+            .unnest_column(RECORDS)?
+            .project([get_field(col(RECORDS), "key").alias("key"), get_field(col(RECORDS), "record").alias("record")])?
+            .aggregate([col("key")], [finish])?
+            .build()?;
+        let exec = self.inner.create_physical_plan(&plan, session).await?;
+        let mut grown = Vec::new();
+        for batch in collect(exec, session.task_ctx()).await? {
+            let (Some(keys), Some(subtrees)) =
+                (batch.column(0).as_primitive_opt::<UInt64Type>(), batch.column(1).as_binary_opt::<i32>())
+            else {
+                return exec_err!("{NAME}: a finishing job returned {:?}", batch.schema());
+            };
+            for (key, subtree) in keys.iter().zip(subtrees.iter()) {
+                let (Some(key), Some(subtree)) = (key, subtree) else {
+                    return exec_err!("{NAME}: a finishing job returned a null node");
+                };
+                grown.push((key, subtree.to_vec()));
+            }
+        }
+        Ok(grown)
+    }
+
     /// Runs one step over the aggregate's input: `state` empty for the summary.
     async fn step(
         &self,
@@ -147,11 +228,6 @@ impl LevelTraining {
         state: Vec<u8>,
         session: &dyn Session,
     ) -> Result<StepOutcome> {
-        // An aggregate's arguments are made arrays of a batch's length, so its
-        // constants go as dictionaries: one value, a key per row.
-        let keyed = |value: ScalarValue| {
-            Expr::Literal(ScalarValue::Dictionary(Box::new(DataType::Int32), Box::new(value)), None)
-        };
         let (options, columns) = call.args.split_last().expect("a level call has options");
         let options = match options {
             Expr::Literal(value, _) => keyed(value.clone()),
@@ -189,9 +265,16 @@ impl QueryPlanner for LevelTraining {
     }
 }
 
+/// An aggregate's constant argument: a batch makes its arguments arrays of
+/// its length, so constants go as dictionaries (one value, a key per row).
+fn keyed(value: ScalarValue) -> Expr {
+    Expr::Literal(ScalarValue::Dictionary(Box::new(DataType::Int32), Box::new(value)), None)
+}
+
 /// A `train_forest` call that trains level by level: its arguments and options.
 struct LevelCall {
     args: Vec<Expr>,
+    options: String,
     params: TrainParams,
 }
 
@@ -213,17 +296,18 @@ impl LevelCall {
             return None;
         }
         let Some(Expr::Literal(
-            ScalarValue::Utf8(Some(options))
-            | ScalarValue::Utf8View(Some(options))
-            | ScalarValue::LargeUtf8(Some(options)),
+            ScalarValue::Utf8(Some(text)) | ScalarValue::Utf8View(Some(text)) | ScalarValue::LargeUtf8(Some(text)),
             _,
         )) = params.args.last()
         else {
             return None;
         };
-        let options = TrainOptions::parse(options).ok()?;
+        let options = TrainOptions::parse(text).ok()?;
         let sub_forests = options.parts.is_some() && options.params.algorithm.0 == Algorithm::RandomForest;
-        (!sub_forests && LevelState::unsupported(&options.params).is_none())
-            .then(|| LevelCall { args: params.args.clone(), params: options.params })
+        (!sub_forests && LevelState::unsupported(&options.params).is_none()).then(|| LevelCall {
+            args: params.args.clone(),
+            options: text.clone(),
+            params: options.params,
+        })
     }
 }

@@ -13,9 +13,11 @@
 //! - `forest_importance(model)`, a list of `{feature, importance}` structs (for `unnest`).
 //!
 //! For sessions whose tables are spread over many workers (a Ballista
-//! cluster), [`LevelTraining`] is a query planner that trains gradient
-//! boosting level by level over the partitions, through the internal
-//! aggregate [`TrainStep`] (`arbor_train_step`).
+//! cluster), [`LevelTraining`] is a query planner that trains forests and
+//! gradient boosting level by level over the partitions, through the
+//! internal functions [`TrainStep`] (`arbor_train_step`),
+//! [`SmallNodeRecords`] (`arbor_small_node_records`) and [`FinishNodes`]
+//! (`arbor_finish_nodes`).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -32,6 +34,7 @@
 
 mod column_chunks;
 mod error;
+pub mod finish_nodes;
 mod forest_importance;
 mod forest_info;
 mod level_progress;
@@ -40,8 +43,10 @@ mod model_argument;
 mod model_cache;
 pub mod model_column;
 mod predict_forest;
+pub mod small_node_records;
 mod sql_options;
 mod sql_reference;
+mod state_cache;
 mod train_arguments;
 mod train_forest;
 mod train_step;
@@ -50,6 +55,7 @@ use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+pub use finish_nodes::{FinishNodes, FINISH_NODES};
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
 pub use level_progress::{LevelProgress, LevelStep};
@@ -57,6 +63,7 @@ pub use level_training::LevelTraining;
 pub use model_cache::ModelCache;
 pub use model_column::{model_bytes, model_type, ModelKind};
 pub use predict_forest::{PredictForest, PredictOutput};
+pub use small_node_records::{SmallNodeRecords, SMALL_NODE_RECORDS};
 pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};
 pub use train_forest::TrainForest;
 pub use train_step::{TrainStep, TRAIN_STEP};

@@ -24,27 +24,43 @@ fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data").join(name)
 }
 
-/// Counts the plans made through it: one per query, one per training step.
+/// The physical plans made through a planner: one per query, one per training step.
+#[derive(Debug, Default)]
+struct Plans {
+    count: AtomicUsize,
+    shown: Mutex<Vec<String>>,
+}
+
+impl Plans {
+    fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts and keeps (as text) the plans made through it.
 #[derive(Debug)]
 struct Counting {
     inner: Arc<dyn QueryPlanner + Send + Sync>,
-    plans: Arc<AtomicUsize>,
+    plans: Arc<Plans>,
 }
 
 #[async_trait]
 impl QueryPlanner for Counting {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
-        self.plans.fetch_add(1, Ordering::Relaxed);
-        self.inner.create_physical_plan(plan, session).await
+        self.plans.count.fetch_add(1, Ordering::Relaxed);
+        let physical = self.inner.create_physical_plan(plan, session).await?;
+        let shown = datafusion::physical_plan::displayable(physical.as_ref()).indent(false).to_string();
+        self.plans.shown.lock().unwrap().push(shown);
+        Ok(physical)
     }
 }
 
 /// A session of `partitions` partitions whose planner trains level by
-/// level, and the count of plans it makes.
-fn level_session(partitions: usize) -> (SessionContext, Arc<AtomicUsize>) {
+/// level, and the plans it makes.
+fn level_session(partitions: usize) -> (SessionContext, Arc<Plans>) {
     let config = SessionConfig::new().with_target_partitions(partitions);
     let state = SessionStateBuilder::new().with_default_features().with_config(config).build();
-    let plans = Arc::new(AtomicUsize::new(0));
+    let plans = Arc::new(Plans::default());
     let counting = Counting { inner: state.query_planner().clone(), plans: plans.clone() };
     let state = SessionStateBuilder::new_from_existing(state)
         .with_query_planner(Arc::new(LevelTraining::new(Arc::new(counting))))
@@ -126,10 +142,10 @@ async fn boosting_trains_level_by_level_the_same_model_on_any_partitions() {
     let (four, plans) = level_session(4);
     register(&four, "diamonds_reg", 50_000).await;
     let reports = watch(&four);
-    let before = plans.load(Ordering::Relaxed);
+    let before = plans.count();
     query(&four, &format!("CREATE TABLE m AS {train}")).await;
     // A summary, then one step per level (at most 4 per round), and the statement's own plans.
-    let steps = plans.load(Ordering::Relaxed) - before;
+    let steps = plans.count() - before;
     assert!((12..=44).contains(&steps), "{steps} plans");
     // Every job is reported, in order, the last with every round done.
     let jobs = std::mem::take(&mut *reports.lock().unwrap());
@@ -177,15 +193,25 @@ async fn forests_train_level_by_level_as_accurately_as_on_one_node() {
     register(&four, "diamonds_reg", 50_000).await;
     register(&single, "diamonds_reg", 50_000).await;
     let reports = watch(&four);
-    let before = plans.load(Ordering::Relaxed);
+    let before = plans.count();
     query(&four, &format!("CREATE TABLE m AS {train}")).await;
     let jobs = std::mem::take(&mut *reports.lock().unwrap());
     assert!(jobs.iter().all(|r| r.unit == "trees" && r.n_rounds == 24), "{jobs:?}");
     assert_eq!(jobs.last().map(|r| (r.rounds_done, r.open_nodes)), Some((24, 0)));
     // A summary, levels of large nodes (43,152 rows: 5,394 and fewer finish
-    // in memory), the finishing job, and the statement's own plans.
-    let steps = plans.load(Ordering::Relaxed) - before;
-    assert!((5..=12).contains(&steps), "{steps} plans");
+    // in memory), the finishing jobs (each of about 86,000 rows, 3 trees'
+    // bootstraps), and the statement's own plans.
+    let steps = plans.count() - before;
+    assert!((12..=22).contains(&steps), "{steps} plans");
+    // Small nodes finish grouped by node over the partitions, not in one task.
+    let shown = plans.shown.lock().unwrap();
+    let finishing: Vec<&String> = shown.iter().filter(|p| p.contains("arbor_finish_nodes")).collect();
+    assert!(finishing.len() >= 7, "{} finishing jobs", finishing.len());
+    for plan in finishing {
+        assert!(plan.contains("mode=FinalPartitioned"), "{plan}");
+        assert!(plan.contains("partitioning=Hash([key@0], 4)"), "{plan}");
+    }
+    drop(shown);
     let on_four = model(&four, "SELECT model FROM m").await;
     assert_eq!((on_four.trees().len(), on_four.training_rows()), (24, 43_152));
     let (three, _) = level_session(3);
@@ -233,9 +259,9 @@ async fn what_levels_cannot_train_trains_as_before() {
         format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3 sample_fraction=0.5') AS model FROM train"),
         format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=3') AS model FROM train GROUP BY cut ORDER BY cut LIMIT 1"),
     ] {
-        let before = plans.load(Ordering::Relaxed);
+        let before = plans.count();
         let (a, b) = (model(&level, &train).await, model(&single, &train).await);
-        assert_eq!(plans.load(Ordering::Relaxed), before + 1, "{train}");
+        assert_eq!(plans.count(), before + 1, "{train}");
         assert_eq!(a.trees(), b.trees(), "{train}");
     }
     // Bad rows fail the statement with the single-node error.

@@ -66,7 +66,7 @@ pub use params::types::{
 };
 pub use predict::Predictions;
 pub use train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary, BIN_SAMPLE_ROWS};
-pub use train::level_forest::{LevelForest, LevelForestSums};
+pub use train::level_forest::{LevelForest, LevelForestSums, NodeRecords};
 pub use train::level_state::{LevelStanding, LevelStart, LevelState, LevelSums};
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};

@@ -115,6 +115,33 @@ impl LevelState {
         })
     }
 
+    /// The small nodes the next job finishes from their rows (a forest's,
+    /// once no large node is open; see [`LevelForest::finishing`]): none
+    /// when the next job sums a level.
+    pub fn finishing(&self) -> Vec<u64> {
+        match self {
+            LevelState::Boosting(_) => Vec::new(),
+            LevelState::Forest(f) => f.finishing(),
+        }
+    }
+
+    /// The state a finishing job carries: a forest without the trees already
+    /// grown ([`LevelForest::job_view`]), as bytes.
+    pub fn finishing_bytes(&self) -> Vec<u8> {
+        match self {
+            LevelState::Boosting(_) => self.to_bytes(),
+            LevelState::Forest(f) => LevelState::Forest(f.job_view()).to_bytes(),
+        }
+    }
+
+    /// Grafts the subtrees a finishing job grew ([`LevelForest::graft_nodes`]).
+    pub fn graft_nodes(&mut self, params: &TrainParams, grown: Vec<(u64, Vec<u8>)>) -> Result<()> {
+        match self {
+            LevelState::Boosting(_) => Err(ArborError::Data("boosting has no small nodes to finish".into())),
+            LevelState::Forest(f) => f.graft_nodes(params, grown),
+        }
+    }
+
     /// Grows the level from every piece's merged sums.
     pub fn grow(&mut self, params: &TrainParams, sums: LevelSums) -> Result<()> {
         match (self, sums) {

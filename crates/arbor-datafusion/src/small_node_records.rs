@@ -1,0 +1,143 @@
+//! `arbor_small_node_records(state, label, feature, ... [, 'options'])`:
+//! a batch's rows as records of the small forest nodes they reach, for the
+//! job that finishes those nodes (see [`crate::level_training`]).
+//!
+//! Each record is a row, binned, with its bootstrap multiplicity in the
+//! node's tree, keyed by the node. The job unnests the records and groups
+//! them by key, so every node's rows meet in one group wherever its task
+//! runs ([`crate::finish_nodes`]). Which row of a batch carries a record
+//! does not matter, only its key: a batch's records are all the first
+//! row's list, the others' lists are empty.
+
+use std::sync::Arc;
+
+use arbor_ensemble::{ArborError, LevelState, NodeRecords};
+use arrow::array::{new_empty_array, ArrayRef, BinaryArray, ListArray, StructArray, UInt64Array};
+use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::{exec_err, ScalarValue};
+use datafusion::error::Result;
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use crate::column_chunks::ColumnChunks;
+use crate::error::FunctionError;
+use crate::sql_options::TrainOptions;
+use crate::state_cache::StateCache;
+use crate::train_arguments::training_data;
+
+/// The function's name. It is internal: the level-wise driver calls it.
+pub const SMALL_NODE_RECORDS: &str = "arbor_small_node_records";
+
+/// The name errors give: what the user called.
+const NAME: &str = "train_forest";
+
+/// The `arbor_small_node_records` scalar function.
+#[derive(Debug)]
+pub struct SmallNodeRecords {
+    signature: Signature,
+    states: StateCache,
+}
+
+impl SmallNodeRecords {
+    /// The function, with a cache of the state it was last given.
+    pub fn new() -> Self {
+        SmallNodeRecords { signature: Signature::variadic_any(Volatility::Immutable), states: StateCache::default() }
+    }
+
+    /// The fields of a record: the node's key and the record's bytes.
+    pub fn record_fields() -> Fields {
+        Fields::from(vec![Field::new("key", DataType::UInt64, false), Field::new("record", DataType::Binary, false)])
+    }
+
+    /// A list of `n_rows` lists, the first holding every record of `records`.
+    fn to_lists(records: NodeRecords, n_rows: usize) -> Result<ArrayRef> {
+        let item = Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false));
+        if n_rows == 0 {
+            return Ok(new_empty_array(&DataType::List(item)));
+        }
+        let n = records.keys.len();
+        let offsets: Vec<i32> = (0..=n)
+            .map(|i| i32::try_from(i * records.width))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| ArborError::Data(format!("a batch's {n} small-node records exceed 2 GiB")))
+            .exec(NAME)?;
+        let bytes = BinaryArray::try_new(
+            OffsetBuffer::new(ScalarBuffer::from(offsets)),
+            Buffer::from_vec(records.records),
+            None,
+        )?;
+        let keys = UInt64Array::from(records.keys);
+        let entries = StructArray::try_new(Self::record_fields(), vec![Arc::new(keys), Arc::new(bytes)], None)?;
+        let lengths = std::iter::once(n).chain(std::iter::repeat_n(0, n_rows - 1));
+        Ok(Arc::new(ListArray::try_new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), None)?))
+    }
+}
+
+impl Default for SmallNodeRecords {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for SmallNodeRecords {
+    fn eq(&self, other: &Self) -> bool {
+        self.signature == other.signature
+    }
+}
+
+impl Eq for SmallNodeRecords {}
+
+impl std::hash::Hash for SmallNodeRecords {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.signature.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for SmallNodeRecords {
+    fn name(&self) -> &str {
+        SMALL_NODE_RECORDS
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n_rows = args.number_rows;
+        let (Some(ColumnarValue::Scalar(state)), Some(ColumnarValue::Scalar(options))) =
+            (args.args.first(), args.args.last())
+        else {
+            return exec_err!("{SMALL_NODE_RECORDS} takes the training state first and the options last");
+        };
+        let (ScalarValue::Binary(Some(state)), ScalarValue::Utf8(Some(options))) = (state, options) else {
+            return exec_err!("{SMALL_NODE_RECORDS} takes the state as binary and the options as text");
+        };
+        let state = self.states.decode(state).exec(NAME)?;
+        let LevelState::Forest(forest) = state.as_ref() else {
+            return exec_err!("{NAME}: only a forest finishes small nodes");
+        };
+        let options = TrainOptions::parse(options).exec(NAME)?;
+        let data_args = &args.args[1..args.args.len() - 1];
+        let names: Vec<String> = args.arg_fields[1..args.args.len() - 1].iter().map(|f| f.name().clone()).collect();
+        let types: Vec<DataType> =
+            args.arg_fields[1..args.args.len() - 1].iter().map(|f| f.data_type().clone()).collect();
+        let weight = options.weight.as_ref().and_then(|w| names.iter().skip(1).position(|n| n == w).map(|i| i + 1));
+        let mut columns = Vec::with_capacity(data_args.len());
+        for arg in data_args {
+            let mut chunks = ColumnChunks::default();
+            chunks.push(arg.to_array(n_rows)?)?;
+            columns.push(chunks);
+        }
+        let records = match training_data(&names, &types, weight, &mut columns, options.params.task, false) {
+            Ok(data) => forest.node_records(&data).exec(NAME)?,
+            // A batch whose labels are all null reaches no node.
+            Err(ArborError::NothingToTrain(_)) => NodeRecords::default(),
+            Err(e) => return Err(e).exec(NAME),
+        };
+        Ok(ColumnarValue::Array(Self::to_lists(records, n_rows)?))
+    }
+}
