@@ -108,6 +108,9 @@ impl ScalarUDFImpl for SmallNodeRecords {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n_rows = args.number_rows;
+        if args.args.len() < 4 {
+            return exec_err!("{SMALL_NODE_RECORDS} takes a state, a label, features and options");
+        }
         let (Some(ColumnarValue::Scalar(state)), Some(ColumnarValue::Scalar(options))) =
             (args.args.first(), args.args.last())
         else {

@@ -204,14 +204,13 @@ async fn forests_train_level_by_level_as_accurately_as_on_one_node() {
     let steps = plans.count() - before;
     assert!((12..=22).contains(&steps), "{steps} plans");
     // Small nodes finish grouped by node over the partitions, not in one task.
-    let shown = plans.shown.lock().unwrap();
-    let finishing: Vec<&String> = shown.iter().filter(|p| p.contains("arbor_finish_nodes")).collect();
+    let finishing: Vec<String> =
+        plans.shown.lock().unwrap().iter().filter(|p| p.contains("arbor_finish_nodes")).cloned().collect();
     assert!(finishing.len() >= 7, "{} finishing jobs", finishing.len());
     for plan in finishing {
         assert!(plan.contains("mode=FinalPartitioned"), "{plan}");
         assert!(plan.contains("partitioning=Hash([key@0], 4)"), "{plan}");
     }
-    drop(shown);
     let on_four = model(&four, "SELECT model FROM m").await;
     assert_eq!((on_four.trees().len(), on_four.training_rows()), (24, 43_152));
     let (three, _) = level_session(3);

@@ -399,10 +399,8 @@ impl LevelForest {
         (slots, large)
     }
 
-    /// Each row's content hash, its features' values as the trees test
-    /// them, and its label as a number (class index or response); refused
-    /// when a row's sums could overflow.
-    fn rows_of(&self, data: &TrainingData) -> Result<(Vec<u64>, Vec<Vec<f64>>, Vec<f64>)> {
+    /// The piece's rows as a level reads them; refused when a row's sums could overflow.
+    fn rows_of(&self, data: &TrainingData) -> Result<PieceRows> {
         check_features(&self.features, data)?;
         let values = global_values(&self.features, data);
         let labels: Vec<f64> = match (global_labels(&self.label, data)?, &data.target) {
@@ -424,7 +422,7 @@ impl LevelForest {
                 self.label.name, self.training_rows
             )));
         }
-        Ok((row_hashes(data), values, labels))
+        Ok(PieceRows { hashes: row_hashes(data), values, labels })
     }
 
     /// Row `r`'s bins, one per feature, into `bins`.
@@ -438,7 +436,7 @@ impl LevelForest {
     /// bootstrap as its hash says, walked to its open node, and added to
     /// that node's histograms if it is large.
     pub fn sums(&self, data: &TrainingData) -> Result<LevelForestSums> {
-        let (hashes, values, labels) = self.rows_of(data)?;
+        let PieceRows { hashes, values, labels } = self.rows_of(data)?;
         let n = data.n_rows();
         let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
         let regression = self.task == Task::Regression;
@@ -571,7 +569,7 @@ impl LevelForest {
         if keys.is_empty() {
             return Ok(out);
         }
-        let (hashes, values, labels) = self.rows_of(data)?;
+        let PieceRows { hashes, values, labels } = self.rows_of(data)?;
         // Per tree, per node index: whether the batch finishes it.
         let mut finishes: Vec<Vec<bool>> = self.trees.iter().map(|_| Vec::new()).collect();
         for &key in &keys {
@@ -760,6 +758,15 @@ impl LevelForest {
                     })
             })
     }
+}
+
+/// A piece's rows as a level reads them: each row's content hash, its
+/// features' values as the trees test them, and its label as a number
+/// (class index or response).
+struct PieceRows {
+    hashes: Vec<u64>,
+    values: Vec<Vec<f64>>,
+    labels: Vec<f64>,
 }
 
 /// Per tree, per node index: the histogram slot of a large open node, `None` for the others.
