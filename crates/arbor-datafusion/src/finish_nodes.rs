@@ -8,7 +8,7 @@
 //! A partial aggregate only gathers its group's records; the final one
 //! grows the node and returns the subtree's bytes, which the driver grafts
 //! in place of the node. The state and options are constants, passed as
-//! dictionary literals as [`crate::train_step`]'s are.
+//! dictionary literals as [`crate::TrainStep`]'s are.
 
 use std::sync::Arc;
 

@@ -534,7 +534,7 @@ impl LevelForest {
 
     /// The small nodes the next job finishes, as keys (tree, then node
     /// index): none while a large node is open; otherwise, in order of
-    /// tree and opening, as many as hold about [`FINISH_SHARE`] times the
+    /// tree and opening, as many as hold about `FINISH_SHARE` (2) times the
     /// table's rows, and at least one.
     pub fn finishing(&self) -> Vec<u64> {
         if self.trees.iter().any(|t| t.open.iter().any(|o| !o.in_memory)) {
