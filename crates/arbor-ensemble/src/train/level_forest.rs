@@ -425,6 +425,22 @@ impl LevelForest {
         Ok(PieceRows { hashes: row_hashes(data), values, labels })
     }
 
+    /// Where row `r` (of content hash `hash`) goes in each tree `walked`
+    /// names: the tree, the row's bootstrap multiplicity there (trees
+    /// that do not draw it are skipped) and the node it reaches.
+    fn reaches<'a>(
+        &'a self,
+        hash: u64,
+        values: &'a [Vec<f64>],
+        r: usize,
+        walked: impl Fn(usize) -> bool + 'a,
+    ) -> impl Iterator<Item = (usize, u32, usize)> + 'a {
+        self.trees.iter().enumerate().filter(move |(t, _)| walked(*t)).filter_map(move |(t, tree)| {
+            let count = self.draws(hash, t);
+            (count > 0).then(|| (t, count, tree.tree.node_reached(|f| values[f][r])))
+        })
+    }
+
     /// Row `r`'s bins, one per feature, into `bins`.
     fn bin_row(&self, values: &[Vec<f64>], r: usize, bins: &mut [u16]) {
         for (f, bin) in bins.iter_mut().enumerate() {
@@ -455,15 +471,8 @@ impl LevelForest {
                 for &r in chunk {
                     let r = r as usize;
                     let mut binned = false;
-                    for (t, tree) in self.trees.iter().enumerate() {
-                        if slots[t].is_empty() {
-                            continue;
-                        }
-                        let count = self.draws(hashes[r], t);
-                        if count == 0 {
-                            continue;
-                        }
-                        let Some(slot) = slots[t][tree.tree.node_reached(|f| values[f][r])] else {
+                    for (t, count, node) in self.reaches(hashes[r], &values, r, |t| !slots[t].is_empty()) {
+                        let Some(slot) = slots[t][node] else {
                             continue;
                         };
                         if !binned {
@@ -581,15 +590,7 @@ impl LevelForest {
         let mut bins = vec![0u16; self.features.len()];
         for r in 0..data.n_rows() {
             let mut binned = false;
-            for (t, tree) in self.trees.iter().enumerate() {
-                if finishes[t].is_empty() {
-                    continue;
-                }
-                let count = self.draws(hashes[r], t);
-                if count == 0 {
-                    continue;
-                }
-                let node = tree.tree.node_reached(|f| values[f][r]);
+            for (t, count, node) in self.reaches(hashes[r], &values, r, |t| !finishes[t].is_empty()) {
                 if !finishes[t][node] {
                     continue;
                 }
