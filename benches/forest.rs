@@ -9,11 +9,11 @@ use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use arbor::ensemble::{LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
-use arbor::kernels::dispatch::{with_level, Level};
+use arbor::ensemble::{CheckedParams, LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
+use arbor::kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor::kernels::{
-    build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, RecordSums, RowBins,
-    RowRecords, RowStats, Target, ValueRecordSums,
+    build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, HistogramTarget,
+    RecordSums, RowBins, RowRecords, RowStats, ValueRecordSums,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -70,8 +70,8 @@ fn histogram(c: &mut Criterion) {
     let ones = vec![1.0; n];
     let grad: Vec<f64> = labels.iter().map(|&l| 0.3 - f64::from(l)).collect();
     let hess = vec![0.21; n];
-    let classes = Target::Classes { labels: &labels, n_classes: 2 };
-    let gradients = Target::Gradients { grad: &grad, hess: &hess };
+    let classes = HistogramTarget::Classes { labels: &labels, n_classes: 2 };
+    let gradients = HistogramTarget::Gradients { grad: &grad, hess: &hess };
     let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
     let stats: Vec<RowStats> = (0..n).map(|r| [1.0, grad[r], hess[r], 0.0]).collect();
     let f = data.features().iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
@@ -79,14 +79,14 @@ fn histogram(c: &mut Criterion) {
     let keys = count_keys(&classes, &rows, &ones, &ones).expect("unit weights");
 
     let mut group = c.benchmark_group("histogram");
-    for level in Level::available() {
+    for level in SimdLevel::available() {
         for (node, node_rows) in [("", &rows), ("_deep", &deep)] {
             group.throughput(Throughput::Elements(node_rows.len() as u64));
             for (name, target) in [("classes", &classes), ("gradients", &gradients)] {
                 let mut hist = vec![0.0; matrix.mapper(f).n_bins() * target.stride()];
                 group.bench_function(BenchmarkId::new(format!("{name}{node}"), level), |b| {
                     b.iter(|| {
-                        with_level(level, || {
+                        with_simd_level(level, || {
                             hist.fill(0.0);
                             build_histogram(matrix.column(f), node_rows, &ones, &ones, target, &mut hist);
                         })
@@ -99,14 +99,16 @@ fn histogram(c: &mut Criterion) {
             let mut compact = CompactHistogram::default();
             group.bench_function(BenchmarkId::new(format!("counts{node}"), level), |b| {
                 b.iter(|| {
-                    with_level(level, || compact.build_counts(matrix.column(f), node_rows, &keys, 2, n_bins)).unwrap();
+                    with_simd_level(level, || compact.build_counts(matrix.column(f), node_rows, &keys, 2, n_bins))
+                        .unwrap();
                     black_box(compact.hist());
                 })
             });
             group.bench_function(BenchmarkId::new(format!("records{node}"), level), |b| {
                 let node = records.records(0..node_rows.len());
                 b.iter(|| {
-                    with_level(level, || compact.build_counts_records(node, records.width(), f, 2, n_bins)).unwrap();
+                    with_simd_level(level, || compact.build_counts_records(node, records.width(), f, 2, n_bins))
+                        .unwrap();
                     black_box(compact.hist());
                 })
             });
@@ -118,7 +120,7 @@ fn histogram(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new(format!("records_fused3{node}"), level), |b| {
                 let node = records.records(0..node_rows.len());
                 b.iter(|| {
-                    with_level(level, || {
+                    with_simd_level(level, || {
                         sums.fill(node, records.width(), &drawn, &drawn_bins, 2);
                         for k in 0..drawn.len() {
                             compact.take_counts(sums.feature(k), 2);
@@ -131,13 +133,13 @@ fn histogram(c: &mut Criterion) {
             // A regression forest's three features: statistics gathered by
             // row id, feature by feature, or one pass over value records.
             let y = &grad;
-            let values = Target::Values { y };
+            let values = HistogramTarget::Values { y };
             let packed: Vec<RowStats> = (0..n).map(|r| values.row_stats(r, &ones, &ones).unwrap()).collect();
             let mut wide = Vec::new();
             let mut hists: Vec<Vec<f64>> = drawn_bins.iter().map(|&b| vec![0.0; b * 3]).collect();
             group.bench_function(BenchmarkId::new(format!("values_packed3{node}"), level), |b| {
                 b.iter(|| {
-                    with_level(level, || {
+                    with_simd_level(level, || {
                         for (&d, hist) in drawn.iter().zip(&mut hists) {
                             build_histogram_packed(matrix.column(d), node_rows, &packed, &mut wide, hist, 3);
                         }
@@ -151,7 +153,7 @@ fn histogram(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new(format!("value_records_fused3{node}"), level), |b| {
                 let node = value_records.records(0..node_rows.len());
                 b.iter(|| {
-                    with_level(level, || {
+                    with_simd_level(level, || {
                         value_sums.fill(node, value_records.width(), &drawn, &drawn_bins);
                         for (k, hist) in hists.iter_mut().enumerate() {
                             value_sums.write(k, hist);
@@ -165,7 +167,7 @@ fn histogram(c: &mut Criterion) {
             let mut hist = vec![0.0; row_bins.offsets()[n_features] as usize * 3];
             group.bench_function(BenchmarkId::new(format!("rows{node}"), level), |b| {
                 b.iter(|| {
-                    with_level(level, || {
+                    with_simd_level(level, || {
                         hist.fill(0.0);
                         build_row_histograms(&row_bins, node_rows, &stats, 0..n_features, &mut hist);
                     })
@@ -221,7 +223,7 @@ fn training(c: &mut Criterion) {
     group.finish();
 }
 
-/// Gradient boosting at seed 004's defaults: one round (one depth-6 tree on
+/// Gradient boosting at its defaults (`docs/parameters.md`): one round (one depth-6 tree on
 /// all 261,876 rows), and ten rounds, so the per-round cost shows without the
 /// fixed cost of binning.
 fn boosting(c: &mut Criterion) {
@@ -247,13 +249,13 @@ fn boosting(c: &mut Criterion) {
 /// is in rows.
 fn level_jobs(c: &mut Criterion) {
     let batch = flights("flights_cls_train.parquet");
-    let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap();
-    let data = Trainer::new(params.clone()).training_data(&batch).unwrap();
+    let params = TrainParams::parse_options("algorithm=gradient-boosting n_rounds=10").unwrap().check().unwrap();
+    let data = Trainer::checked(params.clone()).training_data(&batch).unwrap();
     let mut group = c.benchmark_group("level");
     group.sample_size(10);
     group.throughput(Throughput::Elements(data.n_rows() as u64));
     group.bench_function("flights_summary", |b| b.iter(|| black_box(LevelSummary::of(&data))));
-    let start = |params: &TrainParams| match LevelState::start(params, LevelSummary::of(&data)).unwrap() {
+    let start = |params: &CheckedParams| match LevelState::start(params, LevelSummary::of(&data)).unwrap() {
         LevelStart::Grow(state) => state,
         LevelStart::OneNode(reason) => panic!("flights trains level by level: {reason}"),
     };
@@ -268,7 +270,7 @@ fn level_jobs(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("flights_histograms_round", 10), |b| {
         b.iter(|| black_box(state.sums(&data).unwrap()))
     });
-    let params = TrainParams::parse_options("n_trees=20").unwrap();
+    let params = TrainParams::parse_options("n_trees=20").unwrap().check().unwrap();
     let mut state = start(&params);
     group.bench_function(BenchmarkId::new("flights_forest_sums_level", 0), |b| {
         b.iter(|| black_box(state.sums(&data).unwrap()))
@@ -301,9 +303,9 @@ fn prediction(c: &mut Criterion) {
     let mut group = c.benchmark_group("predict_level");
     group.sample_size(10);
     group.throughput(Throughput::Elements(test.num_rows() as u64));
-    for level in Level::available() {
+    for level in SimdLevel::available() {
         group.bench_function(BenchmarkId::new("flights_20_trees", level), |b| {
-            b.iter(|| one_thread.install(|| with_level(level, || black_box(model.score(&test).unwrap())).unwrap()))
+            b.iter(|| one_thread.install(|| with_simd_level(level, || black_box(model.score(&test).unwrap())).unwrap()))
         });
     }
     group.finish();

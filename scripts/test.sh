@@ -15,7 +15,7 @@ target="${CARGO_TARGET_DIR:-$PWD/target}"
 
 if [[ "$what" != python ]]; then
     echo "== cargo test"
-    cargo test --workspace --locked
+    cargo test --workspace --all-features --locked
 fi
 
 if [[ "$what" != rust ]]; then
@@ -32,6 +32,6 @@ if [[ "$what" != rust ]]; then
     # are reused, not compiled again.
     maturin develop --quiet --manifest-path crates/arbor-python/Cargo.toml
     # The command line the tests compare with (cargo test builds it).
-    [[ -x "$target/debug/arbor" ]] || cargo build --locked --bin arbor
+    [[ -x "$target/debug/arbor" ]] || cargo build --locked --all-features --bin arbor
     ARBOR_BIN="$target/debug/arbor" python -m pytest -q -p no:cacheprovider crates/arbor-python/tests
 fi

@@ -18,7 +18,7 @@ SELECT count(*) AS flights,
                       THEN 1.0 ELSE 0.0 END), 4) AS accuracy
 FROM flights_test t CROSS JOIN model m;
 
--- The same in one more statement with gradient boosted trees (seed 004 defaults:
+-- The same in one more statement with gradient boosted trees (the defaults:
 -- 50 rounds, depth 6, learning rate 0.3).
 CREATE TABLE boosted AS
 SELECT train_forest(label, month, day, dep_time, sched_dep_time, dep_delay, sched_arr_time,

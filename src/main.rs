@@ -204,6 +204,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             write!(stdout(), "{}", commands::inspect(&model, format)?).map_err(io)?;
         }
+        #[cfg(not(feature = "cluster"))]
+        Command::Cluster { .. } => return Err(CliError::Usage(commands::WITHOUT_CLUSTER.into())),
+        #[cfg(feature = "cluster")]
         Command::Cluster { role } => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

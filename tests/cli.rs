@@ -471,7 +471,7 @@ fn models_are_byte_identical_at_every_simd_level_and_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("flights.parquet");
     write(&input, &read(&data("flights_cls_train.parquet")).slice(0, 20_000));
-    let levels: Vec<&str> = arbor_kernels::dispatch::Level::available().iter().map(|l| l.name()).collect();
+    let levels: Vec<&str> = arbor_kernels::dispatch::SimdLevel::available().iter().map(|l| l.name()).collect();
     for (algorithm, extra) in [
         ("random-forest", vec!["--set", "n_trees=8"]),
         ("gradient-boosting", vec!["--set", "n_rounds=8", "--set", "max_depth=5"]),
@@ -669,4 +669,133 @@ fn predict_writes_contributions() {
         fails(&["predict", "--model", s(&v3), "--input", s(&cancer), "--output", s(&unwritten), "--contributions"]);
     assert!(err.contains("cancer_gbt_v3.arbor") && err.contains("no node cover"), "{err}");
     assert!(!unwritten.exists(), "nothing is written on failure");
+}
+
+/// A line of a printed table's frame (`+-----+---+`), or of several side by side.
+fn is_table_border(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with('+') && line.chars().all(|c| matches!(c, '+' | '-' | ' '))
+}
+
+/// A line of a printed table's cells (`| a | b |`), or of several side by side.
+fn is_table_row(line: &str) -> bool {
+    line.trim().starts_with('|')
+}
+
+/// A table line's cells, trimmed; the gaps between tables printed side by side are dropped.
+fn table_cells(line: &str) -> Vec<String> {
+    line.split('|').map(str::trim).filter(|c| !c.is_empty()).map(str::to_owned).collect()
+}
+
+/// Every (column, value) pair of the tables `pretty_format_batches` prints in
+/// `text`: a frame, a header row, a frame, then value rows up to the closing
+/// frame. Tables printed one under the other or side by side give the same pairs.
+fn printed_pairs(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut pairs = Vec::new();
+    let mut i = 0;
+    while i + 2 < lines.len() {
+        if is_table_border(lines[i]) && is_table_row(lines[i + 1]) && is_table_border(lines[i + 2]) {
+            let header = table_cells(lines[i + 1]);
+            let mut j = i + 3;
+            while j < lines.len() && is_table_row(lines[j]) {
+                // A row with an empty (NULL) cell cannot be paired with its header: skipped.
+                let row = table_cells(lines[j]);
+                if row.len() == header.len() {
+                    pairs.extend(header.iter().cloned().zip(row));
+                }
+                j += 1;
+            }
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    pairs
+}
+
+/// Two printed cells say the same: equal numbers (`0.907` and `0.9070`), or equal text.
+fn same_cell(a: &str, b: &str) -> bool {
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// The README's first command prints what the README shows: every figure of
+/// the README's printed block (the flights counted, `accuracy` and
+/// `boosted_accuracy`) is in what `arbor sql sql/quickstart.sql`, run from
+/// the repository root, prints, so the two cannot drift apart.
+#[test]
+fn the_readmes_quickstart_block_is_what_sql_quickstart_prints() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme.split("```").skip(1).step_by(2).collect();
+    let block = blocks
+        .iter()
+        .find(|b| {
+            let body = b.split_once('\n').map_or("", |(_, body)| body);
+            body.contains("accuracy")
+                && body.lines().all(|l| l.trim().is_empty() || is_table_border(l) || is_table_row(l))
+        })
+        .expect("the README shows the quickstart's printed tables in a code block");
+    let shown = printed_pairs(block);
+    for column in ["flights", "accuracy", "boosted_accuracy"] {
+        assert!(shown.iter().any(|(c, _)| c == column), "the README's block shows no `{column}`: {block}");
+    }
+
+    let printed = ok(&["sql", "sql/quickstart.sql"]);
+    let got = printed_pairs(&printed);
+    for (column, value) in &shown {
+        let printed_values: Vec<&String> = got.iter().filter(|(c, _)| c == column).map(|(_, v)| v).collect();
+        assert!(
+            printed_values.iter().any(|v| same_cell(v, value)),
+            "the README shows {column} = {value}; sql/quickstart.sql printed {column} = {printed_values:?}:\n{printed}"
+        );
+    }
+}
+
+/// `sql/predict_to_parquet.sql`, run where it writes (a scratch directory
+/// holding the data it reads): every held-out flight is written to
+/// `scored_by_origin.parquet` with its columns, `prediction` typed like the
+/// label and `p_late`; the models go to `models_by_origin.parquet`, one per
+/// origin; the script reads the scored file back and prints the accuracy.
+#[test]
+fn sql_predict_to_parquet_writes_every_held_out_flight_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    for name in ["flights_cls_train.parquet", "flights_cls_test.parquet"] {
+        std::fs::copy(data(name), dir.path().join("data").join(name)).unwrap();
+    }
+    let script = root().join("sql").join("predict_to_parquet.sql");
+    let out = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["sql", s(&script)])
+        .current_dir(dir.path())
+        .output()
+        .expect("arbor runs");
+    assert!(out.status.success(), "predict_to_parquet.sql failed: {}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8(out.stdout).unwrap();
+
+    let test = read(&data("flights_cls_test.parquet"));
+    let scored_path = dir.path().join("scored_by_origin.parquet");
+    assert!(scored_path.is_file(), "COPY ... TO 'scored_by_origin.parquet' wrote no file");
+    let scored = read(&scored_path);
+    assert_eq!(scored.num_rows(), test.num_rows(), "every held-out flight is scored");
+    let names = |b: &RecordBatch| b.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<String>>();
+    let mut want = names(&test);
+    want.extend(["prediction".to_owned(), "p_late".to_owned()]);
+    assert_eq!(names(&scored), want, "the input's columns, then the prediction and the probability");
+    let label_type = test.column_by_name("label").unwrap().data_type().clone();
+    assert_eq!(scored.column_by_name("prediction").unwrap().data_type(), &label_type);
+    let p_late = scored.column_by_name("p_late").unwrap().as_primitive::<Float64Type>();
+    assert_eq!(p_late.null_count(), 0);
+    assert!(p_late.values().iter().all(|p| (0.0..=1.0).contains(p)), "probabilities");
+
+    let models = read(&dir.path().join("models_by_origin.parquet"));
+    assert_eq!(names(&models), ["origin", "forest"]);
+    let origin = arrow::compute::cast(test.column_by_name("origin").unwrap(), &DataType::Utf8).unwrap();
+    let origins: std::collections::BTreeSet<&str> = origin.as_string::<i32>().iter().flatten().collect();
+    assert_eq!(models.num_rows(), origins.len(), "one model per origin");
+
+    assert!(printed.contains("| all "), "the overall accuracy row: {printed}");
+    assert!(printed.contains(&test.num_rows().to_string()), "all {} flights counted: {printed}", test.num_rows());
 }

@@ -6,7 +6,7 @@
 #
 #   benches/cluster/job_latency.sh [OPTIONS]   (default: n_rounds=10 max_depth=3)
 #
-# Needs a release build (cargo build --release --bin arbor).
+# Needs a release build with the cluster (cargo build --release --features cluster --bin arbor).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 arbor="$PWD/target/release/arbor"

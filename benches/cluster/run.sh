@@ -7,7 +7,7 @@
 #
 #   benches/cluster/run.sh [DATA_DIR] [ROWS]
 #
-# Needs a release build (cargo build --release) and Python with numpy and pyarrow.
+# Needs a release build with the cluster (cargo build --release --features cluster) and Python with numpy and pyarrow.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 data="${1:-target/cluster-bench}"

@@ -3,7 +3,7 @@
 
 Trains an XGBoost and a LightGBM binary model on flights_cls (numeric
 features, string columns as ordinal codes; the reference boosting settings of
-README.md: 50 rounds, depth 6, 2 threads), imports each into arbor through
+docs/explain.md: 50 rounds, depth 6, 2 threads), imports each into arbor through
 the Python package (`arbor.Model.import_xgboost` / `import_lightgbm`), then
 explains the same test rows (tiled to --rows) with the library and with
 arbor, both in process on data already in memory: a NumPy matrix for the

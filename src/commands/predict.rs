@@ -8,7 +8,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 
-use super::{parquet_io, progress, AtomicFile};
+use super::{parquet_io, progress_bar, AtomicFile};
 use crate::CliError;
 
 /// What `arbor predict` is asked to do.
@@ -86,7 +86,7 @@ pub fn predict(args: &PredictArgs) -> Result<String, CliError> {
     let mut writer =
         ArrowWriter::try_new(file.file().try_clone().map_err(CliError::io(&args.output))?, out_schema.clone(), None)
             .map_err(CliError::parquet(&args.output))?;
-    let rows = progress::counter("rows");
+    let rows = progress_bar::counter("rows");
     let mut total = 0usize;
     let mut scoring = std::time::Duration::ZERO;
     for batch in reader {

@@ -9,7 +9,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 
-use super::progress;
+#[cfg(feature = "cluster")]
+use super::progress_bar;
 use crate::CliError;
 
 /// How query results are printed.
@@ -23,6 +24,11 @@ pub enum OutputFormat {
     /// JSON lines: one object per row.
     Json,
 }
+
+/// What a cluster command says in an `arbor` built without the `cluster`
+/// feature (the Ballista client, scheduler and executor, and their gRPC stack).
+pub const WITHOUT_CLUSTER: &str = "this arbor was built without the `cluster` feature; \
+     build it with `cargo build --release --features cluster` to run on a Ballista cluster";
 
 /// An embedded DataFusion session with arbor's functions, kept across
 /// statements (and, in the interactive shell, across lines).
@@ -44,12 +50,21 @@ impl SqlSession {
 
     /// A session on the Ballista cluster whose scheduler listens at `url`
     /// (`df://HOST:PORT`): statements are planned by the scheduler and run
-    /// on its executors.
+    /// on its executors. An `arbor` built without the `cluster` feature
+    /// refuses with [`WITHOUT_CLUSTER`].
     pub async fn cluster(url: &str, format: OutputFormat) -> Result<SqlSession, CliError> {
-        let ctx = arbor_ballista::remote(url).await?;
-        ctx.state_ref().write().config_mut().set_extension(Arc::new(progress::level_rounds()));
-        ctx.sql("SET datafusion.execution.parquet.skip_metadata = false").await?.collect().await?;
-        Ok(SqlSession { ctx, format })
+        #[cfg(feature = "cluster")]
+        {
+            let ctx = arbor_ballista::remote(url).await?;
+            ctx.state_ref().write().config_mut().set_extension(Arc::new(progress_bar::level_rounds()));
+            ctx.sql("SET datafusion.execution.parquet.skip_metadata = false").await?.collect().await?;
+            Ok(SqlSession { ctx, format })
+        }
+        #[cfg(not(feature = "cluster"))]
+        {
+            let _ = (url, format);
+            Err(CliError::Usage(WITHOUT_CLUSTER.into()))
+        }
     }
 
     /// Runs every statement of `sql` in order, writing each query's result to

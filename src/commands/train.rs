@@ -11,7 +11,7 @@ use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
 use arrow::compute::nullif;
 use parquet::arrow::ArrowWriter;
 
-use super::{parquet_io, progress, AtomicFile};
+use super::{parquet_io, progress_bar, AtomicFile};
 use crate::CliError;
 
 /// What `arbor train` is asked to do.
@@ -63,6 +63,8 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
                 .into(),
         ));
     }
+    // Checked once, before any file is touched; the trainer takes them checked.
+    let params = params.check()?;
     // Opened first, so an output that cannot be written fails before training.
     let mut file = AtomicFile::create(&args.output)?;
     let start = Instant::now();
@@ -72,7 +74,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         Algorithm::RandomForest => (params.forest.n_trees, "trees"),
         Algorithm::GradientBoosting => (params.boosting.n_rounds, "rounds"),
     };
-    let bar = progress::bar(total as u64, what);
+    let bar = progress_bar::bar(total as u64, what);
     let on_progress = |p: &Progress| {
         bar.set_position(p.done as u64);
         match (p.train_loss, p.valid_loss) {
@@ -83,7 +85,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         }
     };
     // A forest's finished trees wait in a temporary file beside the model, not in memory.
-    let mut trainer = Trainer::new(params)
+    let mut trainer = Trainer::checked(params)
         .label(&args.label)
         .on_progress(&on_progress)
         .spill_trees_to(AtomicFile::directory(&args.output));

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{LevelState, TrainParams};
+use arbor_ensemble::{CheckedParams, LevelState, NodeKey};
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Field, FieldRef, UInt64Type};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
@@ -96,7 +96,7 @@ impl AggregateUDFImpl for FinishNodes {
             return plan_err!("{FINISH_NODES} takes the training state and the options as literals");
         };
         let state = self.states.decode(state).exec(NAME)?;
-        let params = TrainOptions::parse(options).exec(NAME)?.params;
+        let params = TrainOptions::parse(options).exec(NAME)?.params.check().exec(NAME)?;
         Ok(Box::new(FinishNodesAccumulator { state, params, key: None, records: Vec::new() }))
     }
 
@@ -113,8 +113,9 @@ impl AggregateUDFImpl for FinishNodes {
 #[derive(Debug)]
 struct FinishNodesAccumulator {
     state: Arc<LevelState>,
-    params: TrainParams,
-    key: Option<u64>,
+    /// The options, checked when the accumulator is made.
+    params: CheckedParams,
+    key: Option<NodeKey>,
     records: Vec<u8>,
 }
 
@@ -123,10 +124,10 @@ impl FinishNodesAccumulator {
     /// binary), which must all be of one node.
     fn add(&mut self, keys: &ArrayRef, records: &ArrayRef) -> Result<()> {
         let keys = keys.as_primitive::<UInt64Type>();
-        for key in keys.iter().flatten() {
+        for key in keys.iter().flatten().map(NodeKey::from_bits) {
             match self.key {
                 Some(mine) if mine != key => {
-                    return exec_err!("{NAME}: records of nodes {mine} and {key} were grouped together")
+                    return exec_err!("{NAME}: records of {mine} and {key} were grouped together")
                 }
                 _ => self.key = Some(key),
             }
@@ -160,7 +161,10 @@ impl Accumulator for FinishNodesAccumulator {
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![ScalarValue::UInt64(self.key), ScalarValue::LargeBinary(Some(std::mem::take(&mut self.records)))])
+        Ok(vec![
+            ScalarValue::UInt64(self.key.map(NodeKey::bits)),
+            ScalarValue::LargeBinary(Some(std::mem::take(&mut self.records))),
+        ])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {

@@ -32,7 +32,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{Algorithm, LevelState, TrainParams};
+use arbor_ensemble::{Algorithm, CheckedParams, LevelState, NodeKey};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, UInt64Type};
 use async_trait::async_trait;
@@ -181,7 +181,7 @@ impl LevelTraining {
         call: &LevelCall,
         state: Vec<u8>,
         session: &dyn Session,
-    ) -> Result<Vec<(u64, Vec<u8>)>> {
+    ) -> Result<Vec<(NodeKey, Vec<u8>)>> {
         let (_, columns) = call.args.split_last().expect("a level call has options");
         let options = || ScalarValue::Utf8(Some(call.options.clone()));
         let args = std::iter::once(Expr::Literal(ScalarValue::Binary(Some(state.clone())), None))
@@ -214,7 +214,7 @@ impl LevelTraining {
                 let (Some(key), Some(subtree)) = (key, subtree) else {
                     return exec_err!("{NAME}: a finishing job returned a null node");
                 };
-                grown.push((key, subtree.to_vec()));
+                grown.push((NodeKey::from_bits(key), subtree.to_vec()));
             }
         }
         Ok(grown)
@@ -275,7 +275,8 @@ fn keyed(value: ScalarValue) -> Expr {
 struct LevelCall {
     args: Vec<Expr>,
     options: String,
-    params: TrainParams,
+    /// The options, checked.
+    params: CheckedParams,
 }
 
 impl LevelCall {
@@ -302,12 +303,14 @@ impl LevelCall {
         else {
             return None;
         };
+        // Options that fail their check are left to `train_forest`, which reports the error.
         let options = TrainOptions::parse(text).ok()?;
-        let sub_forests = options.parts.is_some() && options.params.algorithm.0 == Algorithm::RandomForest;
-        (!sub_forests && LevelState::unsupported(&options.params).is_none()).then(|| LevelCall {
+        let checked = options.params.check().ok()?;
+        let sub_forests = options.parts.is_some() && checked.algorithm.0 == Algorithm::RandomForest;
+        (!sub_forests && LevelState::unsupported(&checked).is_none()).then(|| LevelCall {
             args: params.args.clone(),
             options: text.clone(),
-            params: options.params,
+            params: checked,
         })
     }
 }

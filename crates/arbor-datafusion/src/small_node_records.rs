@@ -66,7 +66,7 @@ impl SmallNodeRecords {
             Buffer::from_vec(records.records),
             None,
         )?;
-        let keys = UInt64Array::from(records.keys);
+        let keys = UInt64Array::from_iter_values(records.keys.iter().map(|key| key.bits()));
         let entries = StructArray::try_new(Self::record_fields(), vec![Arc::new(keys), Arc::new(bytes)], None)?;
         let lengths = std::iter::once(n).chain(std::iter::repeat_n(0, n_rows - 1));
         Ok(Arc::new(ListArray::try_new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), None)?))

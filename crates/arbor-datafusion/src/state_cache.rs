@@ -46,7 +46,7 @@ mod tests {
         let column = |name: &str, array: &ArrayRef| NamedColumn { name: name.into(), arrays: vec![array.clone()] };
         let data =
             TrainingData::from_columns_unsorted(column("y", &y), vec![column("x", &x)], None, None, |_| None).unwrap();
-        let params = TrainParams::parse_options(options).unwrap();
+        let params = TrainParams::parse_options(options).unwrap().check().unwrap();
         let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("a forest grows level by level")
         };

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use arbor_ensemble::{default_task, Algorithm, ArborError, Model, Task, TrainParams, Trainer};
+use arbor_ensemble::{default_task, Algorithm, ArborError, CheckedParams, Model, Task, TrainParams, Trainer};
 use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, ListArray};
 use arrow::buffer::OffsetBuffer;
 use arrow::compute::{cast, concat};
@@ -167,7 +167,7 @@ impl AggregateUDFImpl for TrainForest {
             types,
             weight,
             n_args: args.exprs.len(),
-            params: options.params,
+            params: options.params.check().exec(NAME)?,
             on_group_error: options.on_group_error,
             arrays: vec![ColumnChunks::default(); n_data],
             planned: prediction_type(args.expr_fields[0].data_type()),
@@ -203,7 +203,8 @@ struct TrainForestAccumulator {
     /// The argument holding sample weights, if any.
     weight: Option<usize>,
     n_args: usize,
-    params: TrainParams,
+    /// The options, checked when the accumulator is made.
+    params: CheckedParams,
     /// What a group with no row to train on gives.
     on_group_error: OnGroupError,
     arrays: Vec<ColumnChunks>,
@@ -218,9 +219,9 @@ struct TrainForestAccumulator {
 
 impl TrainForestAccumulator {
     /// Trains on the rows held, with `params`.
-    fn fit(&mut self, params: TrainParams) -> std::result::Result<Model, ArborError> {
+    fn fit(&mut self, params: CheckedParams) -> std::result::Result<Model, ArborError> {
         let data = training_data(&self.names, &self.types, self.weight, &mut self.arrays, params.task, true)?;
-        Ok(Trainer::new(params).fit_owned(data)?.model)
+        Ok(Trainer::checked(params).fit_owned(data)?.model)
     }
 
     /// Rows held.
@@ -253,8 +254,9 @@ impl TrainForestAccumulator {
     /// The options of a part of `trees` trees on `rows` rows: its seed mixes
     /// the query's seed with the part's content (a sum of row hashes, so the
     /// rows' order does not matter), so that parts holding different rows draw
-    /// differently, and the same part always alike.
-    fn part_params(&mut self, trees: usize, rows: usize) -> Result<TrainParams> {
+    /// differently, and the same part always alike. New parameters, so
+    /// checked like the query's.
+    fn part_params(&mut self, trees: usize, rows: usize) -> Result<CheckedParams> {
         let columns = (0..self.names.len()).map(|i| self.arrays[i].compacted()).collect::<Result<Vec<_>>>()?;
         let state = RandomState::with_seed(0x0a7b_0a7b);
         let mut content = rows as u64;
@@ -266,10 +268,10 @@ impl TrainForestAccumulator {
             create_hashes(&arrays, &state, &mut hashes)?;
             content = hashes.iter().fold(content, |sum, h| sum.wrapping_add(*h));
         }
-        let mut params = self.params.clone();
+        let mut params = self.params.clone().into_inner();
         params.forest.n_trees = trees;
-        params.forest.seed ^= xxhash_rust::xxh3::xxh3_64(&content.to_le_bytes());
-        Ok(params)
+        params.forest.tree.seed ^= xxhash_rust::xxh3::xxh3_64(&content.to_le_bytes());
+        params.check().exec(NAME)
     }
 
     /// In the final aggregate of the distributed mode: the forests the
@@ -292,7 +294,7 @@ impl TrainForestAccumulator {
         }
         let total: usize = parts.iter().map(|m| m.trees().len()).sum();
         let n_trees = self.params.forest.n_trees.min(total);
-        Model::merge_forests(parts, n_trees, self.params.forest.seed).exec(NAME)
+        Model::merge_forests(parts, n_trees, self.params.forest.tree.seed).exec(NAME)
     }
 
     /// The group as an error can tell it without its key: its row count and

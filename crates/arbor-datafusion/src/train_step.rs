@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, LevelStart, LevelState, LevelSummary, LevelSums, TrainParams};
+use arbor_ensemble::{ArborError, CheckedParams, LevelStart, LevelState, LevelSummary, LevelSums};
 use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
@@ -111,7 +111,7 @@ impl AggregateUDFImpl for TrainStep {
             names,
             types,
             weight,
-            params: options.params,
+            params: options.params.check().exec(NAME)?,
             state,
             state_size,
             partial: None,
@@ -161,7 +161,8 @@ struct TrainStepAccumulator {
     names: Vec<String>,
     types: Vec<DataType>,
     weight: Option<usize>,
-    params: TrainParams,
+    /// The options, checked when the accumulator is made.
+    params: CheckedParams,
     /// The state the step starts from; `None` for the first (summary) step.
     state: Option<LevelState>,
     /// The state's size as bytes: near what its trees and open nodes hold.

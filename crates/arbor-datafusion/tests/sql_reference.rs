@@ -10,18 +10,15 @@ fn page_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/sql-functions.md")
 }
 
+#[path = "../../../tests/support/generated_page.rs"]
+mod generated_page;
+
 #[test]
 fn reference_page_is_current() {
-    let generated = arbor_datafusion::reference_markdown();
-    let path = page_path();
-    if std::env::var_os("ARBOR_UPDATE_DOCS").is_some() {
-        std::fs::write(&path, &generated).unwrap();
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == generated,
-        "{} is out of date; run `ARBOR_UPDATE_DOCS=1 cargo test -p arbor-datafusion --test sql_reference`",
-        path.display()
+    generated_page::assert_page_current(
+        &page_path(),
+        &arbor_datafusion::reference_markdown(),
+        "ARBOR_UPDATE_DOCS=1 cargo test -p arbor-datafusion --test sql_reference",
     );
 }
 

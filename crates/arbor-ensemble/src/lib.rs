@@ -59,15 +59,18 @@ pub use model::node_cover::NodeCover;
 pub use model::tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 pub use model::trees::Trees;
 pub use model::{Boosting, EarlyStopping, Model};
+pub use params::checked::CheckedParams;
 pub use params::keys::OPTION_KEYS;
+pub use params::reference::parameter_reference;
 pub use params::types::{
     Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
-    TrainParams, Voting,
+    TrainParams, TreeParams, Voting,
 };
 pub use predict::Predictions;
 pub use train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary, BIN_SAMPLE_ROWS};
 pub use train::level_forest::{LevelForest, LevelForestSums, NodeRecords};
 pub use train::level_state::{LevelStanding, LevelStart, LevelState, LevelSums};
+pub use train::node_key::NodeKey;
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
 pub use train::Trained;

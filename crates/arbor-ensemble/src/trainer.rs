@@ -1,8 +1,9 @@
 //! The front door to training: parameters, the roles of the columns, then `fit`.
 //!
 //! Whatever way the parameters were built (parsed from an options string,
-//! set key by key, or written as a struct literal), they are checked once,
-//! here, before any work: nothing reaches training unchecked.
+//! set key by key, or written as a struct literal), training takes only
+//! [`CheckedParams`]: a trainer given unchecked ones checks them once, here,
+//! before any work, so nothing reaches training unchecked.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -11,7 +12,7 @@ use arrow::array::RecordBatch;
 
 use crate::data::dataset::ColumnRoles;
 use crate::train::{fit, Trained};
-use crate::{ArborError, Model, Progress, Result, TrainParams, TrainingData};
+use crate::{ArborError, CheckedParams, Model, Progress, Result, TrainParams, TrainingData};
 
 /// A progress callback: hears of each tree (forest) or round (boosting).
 pub type OnProgress<'a> = &'a (dyn Fn(&Progress) + Sync);
@@ -38,7 +39,7 @@ pub type OnProgress<'a> = &'a (dyn Fn(&Progress) + Sync);
 /// ```
 #[derive(Clone)]
 pub struct Trainer<'a> {
-    params: TrainParams,
+    params: Params,
     roles: ColumnRoles,
     on_progress: Option<OnProgress<'a>>,
     spill_dir: Option<&'a Path>,
@@ -54,10 +55,27 @@ impl std::fmt::Debug for Trainer<'_> {
     }
 }
 
+/// A trainer's parameters: as given, checked by `fit`, or checked already.
+#[derive(Clone, Debug)]
+enum Params {
+    Unchecked(TrainParams),
+    Checked(CheckedParams),
+}
+
 impl<'a> Trainer<'a> {
-    /// A trainer with these parameters; the label column is `label` until
-    /// [`Trainer::label`] names another.
+    /// A trainer with these parameters, which `fit` checks (an error names
+    /// the key); the label column is `label` until [`Trainer::label`] names
+    /// another.
     pub fn new(params: TrainParams) -> Trainer<'a> {
+        Trainer::with(Params::Unchecked(params))
+    }
+
+    /// A trainer with parameters [`TrainParams::check`] already checked.
+    pub fn checked(params: CheckedParams) -> Trainer<'a> {
+        Trainer::with(Params::Checked(params))
+    }
+
+    fn with(params: Params) -> Trainer<'a> {
         Trainer {
             params,
             roles: ColumnRoles { label: "label".to_owned(), ..ColumnRoles::default() },
@@ -98,9 +116,12 @@ impl<'a> Trainer<'a> {
         self
     }
 
-    /// The parameters.
+    /// The parameters (checked or not).
     pub fn params(&self) -> &TrainParams {
-        &self.params
+        match &self.params {
+            Params::Unchecked(params) => params,
+            Params::Checked(params) => params,
+        }
     }
 
     /// The columns' roles.
@@ -129,26 +150,29 @@ impl<'a> Trainer<'a> {
                 field_list(&other.schema())
             )));
         }
-        TrainingData::from_owned_batches(&schema, batches, &self.roles, self.params.task)
+        TrainingData::from_owned_batches(&schema, batches, &self.roles, self.params().task)
     }
 
     /// Trains on prepared data, which stays the caller's (to train again on).
     pub fn fit_data(&self, data: &TrainingData) -> Result<Trained> {
-        self.check(data)?;
-        fit(Cow::Borrowed(data), &self.params, self.progress(), self.spill_dir)
+        let params = self.check(data)?;
+        fit(Cow::Borrowed(data), &params, self.progress(), self.spill_dir)
     }
 
     /// Trains on prepared data, freeing what it can of it as it goes (the raw
     /// feature columns once binned, unless out-of-bag results walk them). The
     /// same model as [`Trainer::fit_data`].
     pub fn fit_owned(&self, data: TrainingData) -> Result<Trained> {
-        self.check(&data)?;
-        fit(Cow::Owned(data), &self.params, self.progress(), self.spill_dir)
+        let params = self.check(&data)?;
+        fit(Cow::Owned(data), &params, self.progress(), self.spill_dir)
     }
 
     /// The parameters checked for the data's task, once, before any work.
-    fn check(&self, data: &TrainingData) -> Result<()> {
-        self.params.validate(data.task())
+    fn check(&self, data: &TrainingData) -> Result<CheckedParams> {
+        match &self.params {
+            Params::Unchecked(params) => params.check()?.for_task(data.task()),
+            Params::Checked(params) => params.for_task(data.task()),
+        }
     }
 
     fn progress(&self) -> OnProgress<'a> {

@@ -65,7 +65,7 @@ fn accuracy(model: &Model, test: &RecordBatch) -> f64 {
     hits as f64 / truth.len() as f64
 }
 
-/// Seed 004 defaults on all 261,876 flights: LightGBM reaches AUC 0.9317, XGBoost 0.9318
+/// Boosting's defaults (`docs/parameters.md`) on all 261,876 flights: LightGBM reaches AUC 0.9317, XGBoost 0.9318
 /// (the peer table's settings, 256 bins).
 #[test]
 fn flights_auc_matches_lightgbm_and_xgboost() {

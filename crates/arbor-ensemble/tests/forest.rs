@@ -365,7 +365,7 @@ fn full_data_reaches_the_reference_accuracy() {
     assert_eq!(model.trees().len(), 100);
     let acc = accuracy(&model, &read("flights_cls_test.parquet", usize::MAX));
     assert!(acc >= 0.8990, "flights accuracy {acc}");
-    // Seed 000: the out-of-bag error estimates the held-out error.
+    // The out-of-bag error estimates the held-out error (`docs/algorithms.md`, "Out-of-bag error").
     let oob = model.oob_error().expect("oob=true computes it");
     assert!((oob - (1.0 - acc)).abs() <= 0.01, "oob error {oob} vs held-out error {}", 1.0 - acc);
 
@@ -378,7 +378,7 @@ fn full_data_reaches_the_reference_accuracy() {
     assert!(rmse <= 0.1014, "diamonds RMSE {rmse}");
 }
 
-/// `split_method=exact` (seed "dense"): every midpoint between consecutive
+/// `split_method=exact` (`docs/algorithms.md`, "Histogram binning"): every midpoint between consecutive
 /// values is a candidate, so one split finds the true threshold of a step
 /// that quantile bins cannot resolve.
 #[test]
@@ -398,6 +398,6 @@ fn exact_split_finds_the_midpoint_threshold() {
     assert!(accuracy(&coarse, &batch) < 1.0, "16 quantile bins cannot put an edge at 536.5");
 
     let params = TrainParams::parse_options("split_method=exact max_bins=64").unwrap();
-    let e = params.validate(Task::Classification).unwrap_err().to_string();
+    let e = params.check().unwrap_err().to_string();
     assert!(e.contains("'max_bins'") && e.contains("hist"), "{e}");
 }

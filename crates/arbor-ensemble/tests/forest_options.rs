@@ -1,4 +1,4 @@
-//! Every random forest option of seed 000 shows its effect on a model:
+//! Every random forest option (`docs/algorithms.md`) shows its effect on a model:
 //! splitters, growth strategies, termination criteria, criteria, weights,
 //! bootstrap, out-of-bag error, variable importance and voting.
 
@@ -247,7 +247,7 @@ fn out_of_bag_error_per_observation() {
     assert!((oob - held_out).abs() < 0.5 * held_out, "oob MSE {oob} vs held-out MSE {held_out}");
 
     let e = TrainParams::parse_options("oob=true bootstrap=false").unwrap();
-    let e = e.validate(arbor_ensemble::Task::Regression).unwrap_err().to_string();
+    let e = e.check().unwrap_err().to_string();
     assert!(e.contains("'oob'") && e.contains("bootstrap=true"), "{e}");
 }
 
@@ -272,7 +272,7 @@ fn importance_ranks_informative_features_above_noise() {
     columns.push(("label".into(), Arc::new(Int64Array::from_iter_values(score.iter().map(|&s| i64::from(s > 3.15))))));
     let classification = RecordBatch::try_from_iter(columns).unwrap();
 
-    // Seed 000's MDI is Σ p(t)·Δi: one tree grown to pure leaves decreases
+    // MDI is Σ p(t)·Δi (`docs/algorithms.md`, "Variable importance"): one tree grown to pure leaves decreases
     // impurity by all of the root's Gini index.
     let model = fit(&classification, &format!("{ONE_TREE} importance=mdi"));
     let labels = classification.column_by_name("label").unwrap().as_primitive::<arrow::datatypes::Int64Type>();

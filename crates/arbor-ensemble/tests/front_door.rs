@@ -75,7 +75,7 @@ fn typed_parameters_are_checked_like_parsed_ones() {
     fails_with(Trainer::new(params).fit(&batch), &["n_trees"]);
 
     let mut params = TrainParams::default();
-    params.forest.max_bins = 70_000;
+    params.forest.tree.max_bins = 70_000;
     fails_with(Trainer::new(params).fit(&batch), &["max_bins", "65536"]);
 
     let mut params = TrainParams::parse_options("algorithm=gradient-boosting").unwrap();
@@ -83,7 +83,7 @@ fn typed_parameters_are_checked_like_parsed_ones() {
     fails_with(Trainer::new(params).fit(&batch), &["learning_rate"]);
 
     let mut params = TrainParams::parse_options("algorithm=gradient-boosting").unwrap();
-    params.boosting.max_bins = 1;
+    params.boosting.tree.max_bins = 1;
     fails_with(Trainer::new(params).fit(batch), &["max_bins"]);
 }
 

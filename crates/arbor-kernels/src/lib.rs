@@ -7,12 +7,12 @@
 //! The crate knows bins, rows and statistics, not trees.
 //!
 //! ```
-//! use arbor_kernels::{best_split, build_histogram, Criterion, SplitConstraints, SplitRule, Target};
+//! use arbor_kernels::{best_split, build_histogram, Criterion, HistogramTarget, SplitConstraints, SplitRule};
 //! use arbor_quantize::BinColumn;
 //!
 //! // four rows in bins 1,1,2,2 with classes 0,0,1,1: the split "bin <= 1" is pure
 //! let bins = BinColumn::U8(vec![1, 1, 2, 2]);
-//! let target = Target::Classes { labels: &[0, 0, 1, 1], n_classes: 2 };
+//! let target = HistogramTarget::Classes { labels: &[0, 0, 1, 1], n_classes: 2 };
 //! let weights = [1.0; 4];
 //! let mut hist = vec![0.0; 3 * target.stride()];
 //! build_histogram(&bins, &[0, 1, 2, 3], &weights, &weights, &target, &mut hist);
@@ -21,38 +21,33 @@
 //! assert_eq!(split.gain, 2.0); // Δ(Gini) · W = 0.5 · 4
 //! ```
 
-mod count_histogram;
 pub mod dispatch;
-#[cfg(target_arch = "x86_64")]
-mod gather_levels;
-#[cfg(target_arch = "x86_64")]
-mod gather_walk;
 mod histogram;
 mod logistic;
 mod partition;
-mod random_split;
-mod ranked_traversal;
-mod row_histogram;
-mod row_records;
+mod records;
 mod split;
-mod threshold_rank;
-mod traversal;
-pub mod value_records;
+mod traverse;
 
-pub use count_histogram::{count_key, count_keys, keys_fit, CountKey, RecordSums, MAX_COUNT_CLASSES};
-pub use histogram::{build_histogram, build_histogram_packed, CompactHistogram, Target};
+pub use histogram::column::{build_histogram, build_histogram_packed};
+pub use histogram::compact::CompactHistogram;
+pub use histogram::count::{count_keys, keys_fit, RecordSums};
+pub use histogram::row::{build_row_histograms, RowBins};
+pub use histogram::target::{HistogramTarget, RowStats};
+pub use histogram::value::{build_value_histogram_records, ValueRecordSums};
 pub use logistic::{exp, logistic_derivatives, logistic_derivatives_into, sigmoid};
-pub use partition::{partition_row_bins, partition_rows};
-pub use random_split::{random_split, NodeRows, RandomSplit};
-pub use ranked_traversal::{ranked_leaves_block, RankNode, RankedTree};
-pub use row_histogram::{build_row_histograms, RowBins, RowStats};
-pub use row_records::{partition_records, record_bin_range, records_constant, RowRecords, MAX_RECORD_WIDTH};
-pub use split::{
-    best_split, best_split_above, child_size, count_weight, node_score, occupied_bins, Criterion, SplitCandidate,
-    SplitConstraints, SplitRule, Stats, UNCHARGED_DEGREES,
-};
-pub use threshold_rank::{threshold_rank, threshold_ranks};
-pub use traversal::{leaves_block, FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
-pub use value_records::{
-    build_value_histogram_records, value_records_variance_until, variance_until, ValueRecordSums, VALUE_TAIL,
-};
+pub use partition::records::partition_records;
+pub use partition::rows::{partition_row_bins, partition_rows};
+pub use records::bin_range::{record_bin_range, records_constant};
+pub use records::byte_layout::{RowRecords, MAX_RECORD_WIDTH, VALUE_TAIL};
+pub use records::count_key::{count_key, CountKey, MAX_COUNT_CLASSES};
+pub use records::variance::{value_records_variance_until, variance_until};
+pub use split::best::{best_split, best_split_above, occupied_bins};
+pub use split::candidate::{SplitCandidate, SplitConstraints, Stats, UNCHARGED_DEGREES};
+pub use split::criterion::{child_size, count_weight, node_score, Criterion};
+pub use split::random::{random_split, NodeRows, RandomSplit};
+pub use split::rule::SplitRule;
+pub use traverse::flat::leaves_block;
+pub use traverse::nodes::{FlatNode, RankNode, RankedTree, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
+pub use traverse::ranked::ranked_leaves_block;
+pub use traverse::threshold_rank::{threshold_rank, threshold_ranks};

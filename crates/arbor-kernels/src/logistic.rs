@@ -1,7 +1,7 @@
 //! The logistic loss's derivatives, on an `exp` of our own: the C library's
 //! `exp` is a call per row that no compiler vectorizes, and it took most of
 //! a boosting round's gradient pass. This one is plain arithmetic without
-//! branches, so a level's target features vectorize it, and every level
+//! branches, so a SIMD level's target features vectorize it, and every SIMD level
 //! computes each lane with the same operations: the same bits everywhere.
 
 use pulp::{Simd, WithSimd};
@@ -68,7 +68,7 @@ pub fn logistic_derivatives(raw: f64, label: u32, weight: f64, min_hessian: f64)
 
 /// [`logistic_derivatives`] of consecutive rows: row `i` reads `raw[i]`,
 /// `labels[i]` and `weights[i]` and writes `grad[i]` and `hess[i]`. Equal to
-/// the row function to the bit, at every level.
+/// the row function to the bit, at every SIMD level.
 pub fn logistic_derivatives_into(
     raw: &[f64],
     labels: &[u32],
@@ -110,7 +110,7 @@ impl WithSimd for LogisticKernel<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::{with_level, Level};
+    use crate::dispatch::{with_simd_level, SimdLevel};
 
     fn ulps(a: f64, b: f64) -> u64 {
         (a.to_bits() as i64).abs_diff(b.to_bits() as i64)
@@ -140,7 +140,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Every level's vector loop gives the row function's bits, whatever the length.
+        /// Every SIMD level's vector loop gives the row function's bits, whatever the length.
         #[test]
         fn every_level_equals_the_row_function(
             rows in proptest::collection::vec((-40.0f64..40.0, 0u32..2, 0.0f64..3.0), 0..70),
@@ -151,12 +151,12 @@ mod tests {
             let bits = |(g, h): (f64, f64)| (g.to_bits(), h.to_bits());
             let expected: Vec<(u64, u64)> =
                 rows.iter().map(|&(raw, label, w)| bits(logistic_derivatives(raw, label, w, 1e-16))).collect();
-            for level in Level::available() {
+            for simd_level in SimdLevel::available() {
                 let (mut grad, mut hess) = (vec![0.0; rows.len()], vec![0.0; rows.len()]);
-                with_level(level, || logistic_derivatives_into(&raw, &labels, &weights, 1e-16, &mut grad, &mut hess))
+                with_simd_level(simd_level, || logistic_derivatives_into(&raw, &labels, &weights, 1e-16, &mut grad, &mut hess))
                     .unwrap();
                 let got: Vec<(u64, u64)> = grad.into_iter().zip(hess).map(bits).collect();
-                proptest::prop_assert_eq!(&got, &expected, "level {}", level);
+                proptest::prop_assert_eq!(&got, &expected, "SIMD level {}", simd_level);
             }
         }
     }

@@ -3,7 +3,8 @@
 //! a search above a floor finds the same split or, below the floor, none.
 
 use arbor_kernels::{
-    best_split, best_split_above, build_histogram, count_weight, CompactHistogram, Criterion, SplitConstraints, Target,
+    best_split, best_split_above, build_histogram, count_weight, CompactHistogram, Criterion, HistogramTarget,
+    SplitConstraints,
 };
 use arbor_quantize::BinColumn;
 use proptest::prelude::*;
@@ -15,9 +16,9 @@ fn check(bins: Vec<u8>, labels: Vec<u32>, weights: Vec<f64>, n_bins: usize, cate
     let y: Vec<f64> = labels.iter().map(|&l| f64::from(l) * 1.5 - 2.0).collect();
     let classes: Vec<u32> = labels.iter().map(|l| l % 3).collect();
     let target = match criterion {
-        Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &classes, n_classes: 3 },
-        Criterion::Mse => Target::Values { y: &y },
-        Criterion::Newton { .. } => Target::Gradients { grad: &y, hess: &weights },
+        Criterion::Gini | Criterion::Entropy => HistogramTarget::Classes { labels: &classes, n_classes: 3 },
+        Criterion::Mse => HistogramTarget::Values { y: &y },
+        Criterion::Newton { .. } => HistogramTarget::Gradients { grad: &y, hess: &weights },
     };
     let stride = target.stride();
     let rows: Vec<u32> = (0..n as u32).filter(|r| r % 4 != 1).collect();

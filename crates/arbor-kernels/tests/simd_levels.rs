@@ -2,22 +2,22 @@
 //! level this CPU runs: histograms (column- and row-wise), split scans,
 //! partitions and tree traversal, on random inputs with odd lengths and tails.
 
-use arbor_kernels::dispatch::{with_level, Level};
+use arbor_kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor_kernels::{
     best_split, build_histogram, build_histogram_packed, build_row_histograms, count_keys, leaves_block,
-    partition_records, partition_rows, CompactHistogram, Criterion, FlatNode, RecordSums, RowBins, RowStats,
-    SplitConstraints, SplitRule, Target, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
+    partition_records, partition_rows, CompactHistogram, Criterion, FlatNode, HistogramTarget, RecordSums, RowBins,
+    RowStats, SplitConstraints, SplitRule, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH,
 };
 use arbor_quantize::{BinColumn, BinnedMatrix, FeatureColumn, QuantizeParams};
 use proptest::prelude::*;
 
-/// `f` at every available level besides scalar, each equal to its scalar
+/// `f` at every available SIMD level besides scalar, each equal to its scalar
 /// run; returns the scalar run's result.
 fn same_at_every_level<R: PartialEq + std::fmt::Debug>(f: impl Fn() -> R) -> Result<R, TestCaseError> {
-    let scalar = with_level(Level::Scalar, &f).expect("scalar always runs");
-    for level in Level::available().into_iter().filter(|&l| l != Level::Scalar) {
-        let simd = with_level(level, &f).expect("listed as available");
-        prop_assert_eq!(&simd, &scalar, "level {}", level);
+    let scalar = with_simd_level(SimdLevel::Scalar, &f).expect("scalar always runs");
+    for simd_level in SimdLevel::available().into_iter().filter(|&l| l != SimdLevel::Scalar) {
+        let simd = with_simd_level(simd_level, &f).expect("listed as available");
+        prop_assert_eq!(&simd, &scalar, "SIMD level {}", simd_level);
     }
     Ok(scalar)
 }
@@ -70,11 +70,13 @@ impl HistogramInput {
     }
 
     /// The target a criterion trains on: classes, values, or gradients (values) and hessians (weights).
-    fn target(&self, criterion: Criterion) -> Target<'_> {
+    fn target(&self, criterion: Criterion) -> HistogramTarget<'_> {
         match criterion {
-            Criterion::Gini | Criterion::Entropy => Target::Classes { labels: &self.labels, n_classes: self.n_classes },
-            Criterion::Mse => Target::Values { y: &self.y },
-            Criterion::Newton { .. } => Target::Gradients { grad: &self.y, hess: &self.w },
+            Criterion::Gini | Criterion::Entropy => {
+                HistogramTarget::Classes { labels: &self.labels, n_classes: self.n_classes }
+            }
+            Criterion::Mse => HistogramTarget::Values { y: &self.y },
+            Criterion::Newton { .. } => HistogramTarget::Gradients { grad: &self.y, hess: &self.w },
         }
     }
 }
@@ -82,7 +84,7 @@ impl HistogramInput {
 proptest! {
     /// Packed row statistics (one four-lane add per row, or boosting's
     /// packed target) give the histograms of the per-array kernels to the
-    /// bit, dense and compact, at every level.
+    /// bit, dense and compact, at every SIMD level.
     #[test]
     fn packed_histograms_equal_unpacked_ones(
         cells in proptest::collection::vec((0u16..300, 0u32..3, -5.0..5.0f64, 0.0..3.0f64), 1..400),
@@ -118,7 +120,7 @@ proptest! {
         prop_assert_eq!(bits(compact_packed.hist()), bits(compact.hist()));
         // Boosting's packed target reads the same statistics from the packed rows.
         if matches!(criterion, Criterion::Newton { .. }) {
-            let target = Target::Packed { stats: &stats };
+            let target = HistogramTarget::Packed { stats: &stats };
             let dense = same_at_every_level(|| {
                 let mut hist = vec![0.0; n_bins * stride];
                 build_histogram(column, &rows, w, &counts, &target, &mut hist);
@@ -133,7 +135,7 @@ proptest! {
     }
 
     /// Integer class counts give the compact histograms of the weighted
-    /// kernel to the bit, from few rows or many, at every level, and leave
+    /// kernel to the bit, from few rows or many, at every SIMD level, and leave
     /// their buffers clean for the next build.
     #[test]
     fn count_histograms_equal_weighted_ones(
@@ -162,7 +164,7 @@ proptest! {
     }
 
     /// A node's rows as records (bins and key read in order) give the
-    /// histograms and partitions of the same rows read by row id, at every level.
+    /// histograms and partitions of the same rows read by row id, at every SIMD level.
     #[test]
     fn records_match_rows(
         cells in proptest::collection::vec((0u16..256, 0u32..4, -5.0..5.0f64, 1.0..4.0f64), 1..400),
@@ -325,7 +327,7 @@ proptest! {
         let grad: Vec<f64> = stats.iter().map(|s| s[1]).collect();
         let hess: Vec<f64> = stats.iter().map(|s| s[2]).collect();
         let ones = vec![1.0; values.len()];
-        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let target = HistogramTarget::Gradients { grad: &grad, hess: &hess };
         let mut columnwise = Vec::with_capacity(len);
         for f in range {
             let mut hist = vec![0.0; matrix.mapper(f).n_bins() * 3];
@@ -393,11 +395,11 @@ proptest! {
 
 #[test]
 fn the_levels_compared_are_reported() {
-    let levels: Vec<&str> = Level::available().iter().map(|l| l.name()).collect();
-    println!("SIMD levels compared with scalar on this CPU: {levels:?} (best: {})", Level::best());
+    let levels: Vec<&str> = SimdLevel::available().iter().map(|l| l.name()).collect();
+    println!("SIMD levels compared with scalar on this CPU: {levels:?} (best: {})", SimdLevel::best());
     assert!(levels.contains(&"scalar"));
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        assert!(levels.contains(&"avx2"), "an AVX2/FMA CPU runs the avx2 level");
+        assert!(levels.contains(&"avx2"), "an AVX2/FMA CPU runs the avx2 SIMD level");
     }
 }

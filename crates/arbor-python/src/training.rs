@@ -28,6 +28,8 @@ pub fn train(
     for (key, value) in &options {
         params.set(key, value).map_err(value_error)?;
     }
+    // Checked before the data moves; the trainer takes them checked.
+    let params = params.check().map_err(value_error)?;
     let feature_batches = batches(features)?;
     let names: Vec<String> = match feature_batches.first() {
         Some(b) => b.schema().fields().iter().map(|f| f.name().clone()).collect(),
@@ -38,7 +40,7 @@ pub fn train(
         extra.push((weight_name, chunks(w)?));
     }
     let data = with_columns(feature_batches, &extra)?;
-    let mut trainer = Trainer::new(params).label(label_name).features(names);
+    let mut trainer = Trainer::checked(params).label(label_name).features(names);
     if extra.len() > 1 {
         trainer = trainer.weight(weight_name);
     }

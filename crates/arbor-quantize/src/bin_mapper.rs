@@ -17,7 +17,7 @@ const TABLE_SPAN: usize = 1 << 16;
 /// The bin that holds missing values (null, NaN, unseen categories) in every feature.
 pub const MISSING_BIN: u16 = 0;
 
-/// How finely features are binned (seed "hist": `maxBins`, `minBinSize`).
+/// How finely features are binned (`docs/algorithms.md`, "Histogram binning": `max_bins`, `min_bin_size`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuantizeParams {
     /// Most bins per numeric feature, the missing-value bin included.

@@ -7,7 +7,7 @@
 //! - [`FeatureColumn`] reads one Arrow column of any integer or float width,
 //!   booleans, or strings/dictionaries (categorical) into a uniform form
 //!   ([`NumericValues`] at `f32` whenever that is exact, category bins at two bytes);
-//! - [`BinMapper`] holds a feature's bin edges (quantiles, per seed "hist":
+//! - [`BinMapper`] holds a feature's bin edges (quantiles, per `docs/algorithms.md`, "Histogram binning":
 //!   `max_bins`, `min_bin_size`) or its category list;
 //! - [`BinnedMatrix`] is the compact column-major matrix of codes (one byte
 //!   per cell when a feature has at most 256 bins).

@@ -9,15 +9,15 @@
 //! [`decode`] or straight into the trees over ranks by [`ranked_columns`];
 //! [`encoded`] keeps a model's sections and decodes them on demand, and
 //! [`read`] loads a payload's trees into the best form it can; the node
-//! covers follow the trees ([`node_cover`]).
+//! covers follow the trees ([`cover_section`]).
 
 pub(crate) mod columns;
+pub(crate) mod cover_section;
 pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod encoded;
 pub(crate) mod header;
 pub(crate) mod model_format;
-pub(crate) mod node_cover;
 pub(crate) mod payload;
 pub(crate) mod ranked_columns;
 pub(crate) mod read;

@@ -11,7 +11,7 @@
 //!
 //! The payload of version 4 is a u64 length, the model without its trees
 //! (postcard-encoded, `trees` empty), then the trees in the columnar layout
-//! of [`crate::format::columns`], then the node covers (see [`node_cover`]).
+//! of [`crate::format::columns`], then the node covers (see [`cover_section`]).
 //! Version 3, the same without the covers, version 2, also with wider tree
 //! columns, and version 1, whose payload is the whole model
 //! postcard-encoded, are still read; their models have no covers.
@@ -31,7 +31,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::header::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 use crate::format::payload::Payload;
-use crate::format::{node_cover, read};
+use crate::format::{cover_section, read};
 use crate::model::node_cover::NodeCover;
 use crate::model::trees::{TreeBytes, Trees};
 use crate::model::Model;
@@ -143,7 +143,7 @@ fn decode<R: Read>(payload: &mut Payload<R>) -> std::result::Result<Model, Strin
     model.validate_header()?;
     model.trees = read::read(payload, payload.version(), &model.features, model.leaf_width())?;
     if payload.version() >= 4 {
-        model.cover = node_cover::read(payload)?;
+        model.cover = cover_section::read(payload)?;
     }
     match payload.remaining() {
         0 => Ok(model),
@@ -171,7 +171,7 @@ impl Encoding<'_> {
         self.trees.visit(&mut f);
         f(&self.cover_count);
         if let Some(cover) = self.cover {
-            node_cover::visit(cover, &mut f);
+            cover_section::visit(cover, &mut f);
         }
     }
 }

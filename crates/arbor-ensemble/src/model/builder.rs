@@ -1,4 +1,4 @@
-//! Building a model by hand (seed 002 "Usage of Training Alternative"):
+//! Building a model by hand (`docs/algorithms.md`, "Model builder"):
 //! create trees, add split and leaf nodes under their parents, and get a
 //! [`Model`] that predicts, saves and loads like a trained one. Importers of
 //! other libraries' models are built on it.

@@ -70,7 +70,7 @@ pub struct Model {
     /// How classification votes are combined.
     pub(crate) voting: Voting,
     /// Importance per feature, when computed: for forests MDI, MDA raw or MDA
-    /// scaled exactly as seed 000 defines them (mean weighted impurity decrease;
+    /// scaled as `docs/algorithms.md` ("Variable importance") defines them (mean weighted impurity decrease;
     /// mean OOB error increase, raw or over its standard error); for boosting,
     /// each feature's share of the total gain.
     pub(crate) importance: Option<Vec<f64>>,

@@ -254,7 +254,7 @@ mod prediction_tests {
     use arrow::array::RecordBatch;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-    use arbor_kernels::dispatch::{with_level, Level};
+    use arbor_kernels::dispatch::{with_simd_level, SimdLevel};
 
     use crate::model::trees::Trees;
     use crate::{Model, Predictions, TrainParams};
@@ -368,8 +368,8 @@ mod prediction_tests {
                 columns.iter().map(|column| column.iter().copied().cycle().take(long).collect()).collect();
             for (columns, rows) in [(&columns, n), (&columns, 300), (&columns, 1), (&tiled, long)] {
                 let expected = model.predict_with(columns, rows, None);
-                for level in Level::available() {
-                    let walk = || with_level(level, || model.predict_with(columns, rows, ranked)).unwrap();
+                for level in SimdLevel::available() {
+                    let walk = || with_simd_level(level, || model.predict_with(columns, rows, ranked)).unwrap();
                     let got = one_thread.install(walk);
                     assert_same_bits(&expected, &got, &format!("{data} {options}: {rows} rows, {level}"));
                 }

@@ -1,19 +1,20 @@
 //! The one table of option keys: each key's name, the algorithms it applies
-//! to, how it is parsed, the range its typed value must keep, and how the
-//! model's report shows it. [`OPTION_KEYS`], `set`, `validate` and `describe`
-//! all read this table.
+//! to, what it means and accepts, how it is parsed, the range its typed
+//! value must keep, and how the model's report shows it. [`OPTION_KEYS`],
+//! `set`, `check`, `describe` and `docs/parameters.md` all read this table,
+//! and its order is the order reports and model files list the keys in
+//! (gradient boosting's models keep an older order, [`BOOSTING_RECORD_ORDER`]).
 
 use crate::params::rules::{invalid, parse_bool, parse_choice, Rule};
 use crate::params::types::{
-    Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
-    TrainParams, Voting,
+    Algorithm, AlgorithmChoice, CriterionKind, ImportanceKind, Loss, MaxFeatures, Task, TrainParams, TreeParams, Voting,
 };
 use crate::Result;
 
 /// The algorithms a key applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Applies {
-    /// Random forests and gradient boosting (a shared key sets both).
+    /// Random forests and gradient boosting (a tree setting sets both's [`TreeParams`]).
     Both,
     /// Random forests only.
     Forest,
@@ -38,10 +39,18 @@ pub(crate) struct Report<'a> {
     pub params: &'a TrainParams,
     /// The task trained.
     pub task: Task,
-    /// The number of features.
-    pub n_features: usize,
+    /// The number of features (`None`: the reference page, which names
+    /// `max_features`' default rather than resolving it).
+    pub n_features: Option<usize>,
     /// The resolved boosting loss.
     pub loss: Option<Loss>,
+}
+
+impl Report<'_> {
+    /// The tree settings of the algorithm reported.
+    fn tree(&self) -> &TreeParams {
+        self.params.tree()
+    }
 }
 
 /// One option key.
@@ -50,25 +59,18 @@ pub(crate) struct KeySpec {
     pub name: &'static str,
     /// The algorithms it applies to.
     pub applies: Applies,
-    /// Parses a value and sets the parameters (both algorithms' for a shared key).
+    /// What it means, in one line (for `docs/parameters.md`).
+    pub about: &'static str,
+    /// The values it accepts, in words (for `docs/parameters.md`).
+    pub accepts: fn() -> String,
+    /// Parses a value and sets the parameters (both algorithms' tree settings for a tree key).
     pub set: fn(&mut TrainParams, &str, &str) -> Result<()>,
-    /// Checks the typed value `algorithm` uses by the rule `set` applies.
-    pub check: fn(&TrainParams, Algorithm, &str) -> Result<()>,
-    /// The effective value for a report (`None`: not reported).
-    pub show: fn(&Report<'_>) -> Option<String>,
-    /// The key's place in the report of a forest and of a boosted model (the
-    /// model file records them in this order).
-    pub place: (u8, u8),
-}
-
-impl KeySpec {
-    /// The key's place in the report of a model of `algorithm`.
-    pub(crate) fn place(&self, algorithm: Algorithm) -> u8 {
-        match algorithm {
-            Algorithm::RandomForest => self.place.0,
-            Algorithm::GradientBoosting => self.place.1,
-        }
-    }
+    /// Checks the typed value of the chosen algorithm by the rule `set` applies.
+    pub check: fn(&TrainParams, &str) -> Result<()>,
+    /// The effective value, as reports show it.
+    pub value: fn(&Report<'_>) -> String,
+    /// Whether a model's report records the key (most always do).
+    pub recorded: fn(&TrainParams) -> bool,
 }
 
 /// The key named `key`.
@@ -76,8 +78,7 @@ pub(crate) fn key_spec(key: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.name == key)
 }
 
-/// Every option key, in the order errors list them: the shared keys, then
-/// the forest's, then boosting's.
+/// Every option key, in the table's order (the order forests' reports list them).
 pub const OPTION_KEYS: &[&str] = &names::<{ KEYS.len() }>();
 
 /// The names of [`KEYS`].
@@ -91,31 +92,64 @@ const fn names<const N: usize>() -> [&'static str; N] {
     out
 }
 
-/// The value of a shared key as the chosen algorithm's parameters hold it.
-fn shared<T>(
-    p: &TrainParams,
-    algorithm: Algorithm,
-    f: impl Fn(&ForestParams) -> T,
-    b: impl Fn(&BoostingParams) -> T,
-) -> T {
-    match algorithm {
-        Algorithm::RandomForest => f(&p.forest),
-        Algorithm::GradientBoosting => b(&p.boosting),
-    }
-}
+/// The order gradient-boosted models record their options in. The table's
+/// order cannot give it and a forest's both: a forest records `max_features`
+/// before `max_depth` and `split_method` before `min_samples_leaf`, boosting
+/// the other way round, and model files already written hold these orders.
+/// A boosting key missing here would follow, in the table's order.
+pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
+    "task",
+    "algorithm",
+    "n_rounds",
+    "max_depth",
+    "learning_rate",
+    "min_split_loss",
+    "lambda",
+    "sample_fraction",
+    "max_features",
+    "min_samples_leaf",
+    "min_samples_category",
+    "category_penalty",
+    "split_method",
+    "max_bins",
+    "min_bin_size",
+    "loss",
+    "early_stopping_rounds",
+    "importance",
+    "seed",
+    "validation_fraction",
+];
 
-/// [`shared`] for a report.
-fn shown<T: ToString>(
-    r: &Report<'_>,
-    f: impl Fn(&ForestParams) -> T,
-    b: impl Fn(&BoostingParams) -> T,
-) -> Option<String> {
-    Some(shared(r.params, r.params.algorithm.0, f, b).to_string())
+/// Sets a tree setting in both algorithms' [`TreeParams`].
+fn both(p: &mut TrainParams, set: impl Fn(&mut TreeParams)) -> Result<()> {
+    set(&mut p.forest.tree);
+    set(&mut p.boosting.tree);
+    Ok(())
 }
 
 /// Nothing to check: every typed value is valid.
-fn any(_: &TrainParams, _: Algorithm, _: &str) -> Result<()> {
+fn any(_: &TrainParams, _: &str) -> Result<()> {
     Ok(())
+}
+
+/// Recorded in every report.
+fn always(_: &TrainParams) -> bool {
+    true
+}
+
+/// The names of a choice table, for the reference page.
+fn choices<T>(table: &[(&str, T)]) -> String {
+    table.iter().map(|(name, _)| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// The name of `value` in a choice table.
+fn name_of<T: PartialEq>(table: &[(&'static str, T)], value: T) -> String {
+    table.iter().find(|(_, v)| *v == value).map_or("", |(name, _)| name).into()
+}
+
+/// Booleans, for the reference page.
+fn booleans() -> String {
+    "`true` or `false`".into()
 }
 
 /// The rule of `max_features`: a count of at least 1, or a named share.
@@ -128,14 +162,19 @@ fn check_max_features(key: &str, m: MaxFeatures, shown: &str) -> Result<MaxFeatu
     }
 }
 
-/// `max_features` as reported: its name, or the count it resolves to.
-fn max_features_name(m: MaxFeatures, resolved: Result<usize>) -> String {
+/// `max_features` as reported: its name, or the count it resolves to
+/// (`None`: no data to resolve it on; the default is named by the task).
+fn max_features_name(m: MaxFeatures, task: Task, resolved: Option<Result<usize>>) -> String {
     match m {
         MaxFeatures::Count(k) => k.to_string(),
         MaxFeatures::Sqrt => "sqrt".into(),
         MaxFeatures::Third => "third".into(),
         MaxFeatures::All => "all".into(),
-        MaxFeatures::Default => resolved.map_or("default".into(), |m| m.to_string()),
+        MaxFeatures::Default => match resolved {
+            Some(resolved) => resolved.map_or("default".into(), |m| m.to_string()),
+            None if task == Task::Classification => "sqrt".into(),
+            None => "third".into(),
+        },
     }
 }
 
@@ -171,34 +210,67 @@ const LEARNING_RATE: Rule = Rule::Fraction { low_open: true, high: 1.0 };
 const EARLY_STOPPING_ROUNDS: Rule = Rule::Count { min: 0 };
 const VALIDATION_FRACTION: Rule = Rule::Fraction { low_open: true, high: 0.5 };
 
-/// Every option key: the shared keys, then the forest's, then boosting's.
+/// Every option key, in the order reports list them (a forest's records
+/// follow it exactly; see [`BOOSTING_RECORD_ORDER`] for boosting's).
 pub(crate) const KEYS: &[KeySpec] = &[
-    // Shared keys.
     KeySpec {
         name: "task",
         applies: Applies::Both,
+        about: "What the model predicts; unset, it follows the label's type (floats and decimals: regression).",
+        accepts: || choices(TASKS),
         set: |p, k, v| {
             p.task = Some(parse_choice(k, v, TASKS)?);
             Ok(())
         },
         check: any,
-        show: |r| Some(r.task.name().into()),
-        place: (0, 0),
+        value: |r| r.task.name().into(),
+        recorded: always,
     },
     KeySpec {
         name: "algorithm",
         applies: Applies::Both,
+        about:
+            "The ensemble trained (docs/algorithms.md, \"Random forest\"; docs/algorithms.md, \"Gradient boosting\").",
+        accepts: || choices(ALGORITHMS),
         set: |p, k, v| {
             p.algorithm = AlgorithmChoice(parse_choice(k, v, ALGORITHMS)?);
             Ok(())
         },
         check: any,
-        show: |r| Some(r.params.algorithm.0.name().into()),
-        place: (1, 1),
+        value: |r| r.params.algorithm.0.name().into(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "n_trees",
+        applies: Applies::Forest,
+        about: "Number of trees.",
+        accepts: || N_TREES.describe(),
+        set: |p, k, v| {
+            p.forest.n_trees = N_TREES.parse_count(k, v)?;
+            Ok(())
+        },
+        check: |p, k| N_TREES.count(k, p.forest.n_trees),
+        value: |r| r.params.forest.n_trees.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "n_rounds",
+        applies: Applies::Boosting,
+        about: "Boosting rounds (a tree per round, or one per class with softmax).",
+        accepts: || N_ROUNDS.describe(),
+        set: |p, k, v| {
+            p.boosting.n_rounds = N_ROUNDS.parse_count(k, v)?;
+            Ok(())
+        },
+        check: |p, k| N_ROUNDS.count(k, p.boosting.n_rounds),
+        value: |r| r.params.boosting.n_rounds.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "max_features",
         applies: Applies::Both,
+        about: "Features tried per split: `sqrt(p)`, `p/3`, all, or a count (reports give the count).",
+        accepts: || "an integer >= 1, `sqrt`, `third` or `all`".into(),
         set: |p, k, v| {
             let m = match v {
                 "sqrt" => MaxFeatures::Sqrt,
@@ -206,371 +278,398 @@ pub(crate) const KEYS: &[KeySpec] = &[
                 "all" => MaxFeatures::All,
                 _ => check_max_features(k, MaxFeatures::Count(v.parse::<usize>().unwrap_or(0)), v)?,
             };
-            (p.forest.max_features, p.boosting.max_features) = (m, m);
-            Ok(())
+            both(p, |t| t.max_features = m)
         },
-        check: |p, a, k| {
-            let m = shared(p, a, |f| f.max_features, |b| b.max_features);
+        check: |p, k| {
+            let m = p.tree().max_features;
             let shown = if let MaxFeatures::Count(c) = m { c.to_string() } else { String::new() };
             check_max_features(k, m, &shown).map(drop)
         },
-        show: |r| {
-            let (f, b, n) = (&r.params.forest, &r.params.boosting, r.n_features);
-            Some(match r.params.algorithm.0 {
-                Algorithm::RandomForest => max_features_name(f.max_features, f.features_per_node(n, r.task)),
-                Algorithm::GradientBoosting => max_features_name(b.max_features, b.features_per_node(n)),
-            })
+        value: |r| {
+            let (f, b) = (&r.params.forest, &r.params.boosting);
+            let resolved = r.n_features.map(|n| match r.params.algorithm.0 {
+                Algorithm::RandomForest => f.features_per_node(n, r.task),
+                Algorithm::GradientBoosting => b.features_per_node(n),
+            });
+            max_features_name(r.tree().max_features, r.task, resolved)
         },
-        place: (3, 8),
-    },
-    KeySpec {
-        name: "sample_fraction",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = SAMPLE_FRACTION.parse_number(k, v)?;
-            (p.forest.sample_fraction, p.boosting.sample_fraction) = (v, v);
-            Ok(())
-        },
-        check: |p, a, k| SAMPLE_FRACTION.number(k, shared(p, a, |f| f.sample_fraction, |b| b.sample_fraction)),
-        show: |r| shown(r, |f| f.sample_fraction, |b| b.sample_fraction),
-        place: (5, 7),
-    },
-    KeySpec {
-        name: "split_method",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = parse_choice(k, v, SPLIT_METHODS)?;
-            (p.forest.exact, p.boosting.exact) = (v, v);
-            Ok(())
-        },
-        check: any,
-        show: |r| {
-            let exact = shared(r.params, r.params.algorithm.0, |f| f.exact, |b| b.exact);
-            Some(if exact { "exact" } else { "hist" }.into())
-        },
-        place: (6, 12),
-    },
-    KeySpec {
-        name: "max_bins",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = MAX_BINS.parse_count(k, v)?;
-            (p.forest.max_bins, p.boosting.max_bins) = (v, v);
-            Ok(())
-        },
-        check: |p, a, k| MAX_BINS.count(k, shared(p, a, |f| f.max_bins, |b| b.max_bins)),
-        show: |r| shown(r, |f| f.max_bins, |b| b.max_bins),
-        place: (8, 13),
-    },
-    KeySpec {
-        name: "min_bin_size",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = MIN_BIN_SIZE.parse_count(k, v)?;
-            (p.forest.min_bin_size, p.boosting.min_bin_size) = (v, v);
-            Ok(())
-        },
-        check: |p, a, k| MIN_BIN_SIZE.count(k, shared(p, a, |f| f.min_bin_size, |b| b.min_bin_size)),
-        show: |r| shown(r, |f| f.min_bin_size, |b| b.min_bin_size),
-        place: (9, 14),
-    },
-    KeySpec {
-        name: "max_depth",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = MAX_DEPTH.parse_count(k, v)?;
-            (p.forest.max_depth, p.boosting.max_depth) = (v, v);
-            Ok(())
-        },
-        check: |p, a, k| MAX_DEPTH.count(k, shared(p, a, |f| f.max_depth, |b| b.max_depth)),
-        show: |r| shown(r, |f| f.max_depth, |b| b.max_depth),
-        place: (10, 3),
-    },
-    KeySpec {
-        name: "min_samples_leaf",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = MIN_SAMPLES_LEAF.parse_count(k, v)?;
-            (p.forest.min_samples_leaf, p.boosting.min_samples_leaf) = (Some(v), v);
-            Ok(())
-        },
-        check: |p, a, k| match shared(p, a, |f| f.min_samples_leaf, |b| Some(b.min_samples_leaf)) {
-            Some(v) => MIN_SAMPLES_LEAF.count(k, v),
-            None => Ok(()),
-        },
-        show: |r| shown(r, |f| f.min_samples_leaf(r.task), |b| b.min_samples_leaf),
-        place: (12, 9),
-    },
-    KeySpec {
-        name: "min_samples_category",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = MIN_SAMPLES_CATEGORY.parse_count(k, v)?;
-            (p.forest.min_samples_category, p.boosting.min_samples_category) = (v, v);
-            Ok(())
-        },
-        check: |p, a, k| {
-            MIN_SAMPLES_CATEGORY.count(k, shared(p, a, |f| f.min_samples_category, |b| b.min_samples_category))
-        },
-        show: |r| shown(r, |f| f.min_samples_category, |b| b.min_samples_category),
-        place: (14, 10),
-    },
-    KeySpec {
-        name: "importance",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            p.forest.importance = parse_choice(k, v, IMPORTANCES)?;
-            Ok(())
-        },
-        check: any,
-        show: |r| IMPORTANCES.iter().find(|(_, i)| *i == r.params.forest.importance).map(|(name, _)| (*name).into()),
-        place: (23, 17),
-    },
-    KeySpec {
-        name: "seed",
-        applies: Applies::Both,
-        set: |p, k, v| {
-            let v = v.parse::<u64>().map_err(|_| invalid(k, format!("expected an integer >= 0, got '{v}'")))?;
-            (p.forest.seed, p.boosting.seed) = (v, v);
-            Ok(())
-        },
-        check: any,
-        show: |r| shown(r, |f| f.seed, |b| b.seed),
-        place: (24, 18),
-    },
-    // Random forest keys.
-    KeySpec {
-        name: "n_trees",
-        applies: Applies::Forest,
-        set: |p, k, v| {
-            p.forest.n_trees = N_TREES.parse_count(k, v)?;
-            Ok(())
-        },
-        check: |p, _, k| N_TREES.count(k, p.forest.n_trees),
-        show: |r| Some(r.params.forest.n_trees.to_string()),
-        place: (2, 0),
+        recorded: always,
     },
     KeySpec {
         name: "bootstrap",
         applies: Applies::Forest,
+        about: "Draw each tree's rows with replacement (else without).",
+        accepts: booleans,
         set: |p, k, v| {
             p.forest.bootstrap = parse_bool(k, v)?;
             Ok(())
         },
         check: any,
-        show: |r| Some(r.params.forest.bootstrap.to_string()),
-        place: (4, 0),
+        value: |r| r.params.forest.bootstrap.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "sample_fraction",
+        applies: Applies::Both,
+        about: "Rows drawn per tree, as a share of the training rows (boosting draws without replacement).",
+        accepts: || SAMPLE_FRACTION.describe(),
+        set: |p, k, v| {
+            let v = SAMPLE_FRACTION.parse_number(k, v)?;
+            both(p, |t| t.sample_fraction = v)
+        },
+        check: |p, k| SAMPLE_FRACTION.number(k, p.tree().sample_fraction),
+        value: |r| r.tree().sample_fraction.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "split_method",
+        applies: Applies::Both,
+        about: "Quantile bins (`hist`) or a bin per distinct value (`exact`, also `dense`) \
+                (docs/algorithms.md, \"Histogram binning\").",
+        accepts: || choices(SPLIT_METHODS),
+        set: |p, k, v| {
+            let v = parse_choice(k, v, SPLIT_METHODS)?;
+            both(p, |t| t.exact = v)
+        },
+        check: any,
+        value: |r| if r.tree().exact { "exact" } else { "hist" }.into(),
+        recorded: always,
     },
     KeySpec {
         name: "splitter",
         applies: Applies::Forest,
+        about:
+            "The best split of each feature, or one at random (extra trees) (docs/algorithms.md, \"Random splitter\").",
+        accepts: || choices(SPLITTERS),
         set: |p, k, v| {
             p.forest.random_splitter = parse_choice(k, v, SPLITTERS)?;
             Ok(())
         },
         check: any,
-        show: |r| Some(if r.params.forest.random_splitter { "random" } else { "best" }.into()),
-        place: (7, 0),
+        value: |r| name_of(SPLITTERS, r.params.forest.random_splitter),
+        recorded: always,
+    },
+    KeySpec {
+        name: "max_bins",
+        applies: Applies::Both,
+        about: "Most bins per feature, the missing-value bin included (`hist` only).",
+        accepts: || MAX_BINS.describe(),
+        set: |p, k, v| {
+            let v = MAX_BINS.parse_count(k, v)?;
+            both(p, |t| t.max_bins = v)
+        },
+        check: |p, k| MAX_BINS.count(k, p.tree().max_bins),
+        value: |r| r.tree().max_bins.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "min_bin_size",
+        applies: Applies::Both,
+        about: "Fewest rows in a bin (`hist` only).",
+        accepts: || MIN_BIN_SIZE.describe(),
+        set: |p, k, v| {
+            let v = MIN_BIN_SIZE.parse_count(k, v)?;
+            both(p, |t| t.min_bin_size = v)
+        },
+        check: |p, k| MIN_BIN_SIZE.count(k, p.tree().min_bin_size),
+        value: |r| r.tree().min_bin_size.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "max_depth",
+        applies: Applies::Both,
+        about: "Deepest level of a tree; 0 for no limit (docs/algorithms.md, \"Termination criteria\").",
+        accepts: || MAX_DEPTH.describe(),
+        set: |p, k, v| {
+            let v = MAX_DEPTH.parse_count(k, v)?;
+            both(p, |t| t.max_depth = v)
+        },
+        check: |p, k| MAX_DEPTH.count(k, p.tree().max_depth),
+        value: |r| r.tree().max_depth.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "learning_rate",
+        applies: Applies::Boosting,
+        about: "Shrinkage applied to every tree's leaves.",
+        accepts: || LEARNING_RATE.describe(),
+        set: |p, k, v| {
+            p.boosting.learning_rate = LEARNING_RATE.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| LEARNING_RATE.number(k, p.boosting.learning_rate),
+        value: |r| r.params.boosting.learning_rate.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "min_split_loss",
+        applies: Applies::Boosting,
+        about: "Least loss reduction (`gamma`) for a split.",
+        accepts: || NON_NEGATIVE.describe(),
+        set: |p, k, v| {
+            p.boosting.min_split_loss = NON_NEGATIVE.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| NON_NEGATIVE.number(k, p.boosting.min_split_loss),
+        value: |r| r.params.boosting.min_split_loss.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "lambda",
+        applies: Applies::Boosting,
+        about: "L2 regularization of leaf weights.",
+        accepts: || NON_NEGATIVE.describe(),
+        set: |p, k, v| {
+            p.boosting.lambda = NON_NEGATIVE.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| NON_NEGATIVE.number(k, p.boosting.lambda),
+        value: |r| r.params.boosting.lambda.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "max_leaf_nodes",
         applies: Applies::Forest,
+        about: "Most leaves per tree, grown best node first; 0 grows depth-first without limit \
+                (docs/algorithms.md, \"Tree building strategies\").",
+        accepts: || MAX_LEAF_NODES.describe(),
         set: |p, k, v| {
             p.forest.max_leaf_nodes = MAX_LEAF_NODES.parse_count(k, v)?;
             Ok(())
         },
-        check: |p, _, k| MAX_LEAF_NODES.count(k, p.forest.max_leaf_nodes),
-        show: |r| Some(r.params.forest.max_leaf_nodes.to_string()),
-        place: (11, 0),
+        check: |p, k| MAX_LEAF_NODES.count(k, p.forest.max_leaf_nodes),
+        value: |r| r.params.forest.max_leaf_nodes.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "min_samples_leaf",
+        applies: Applies::Both,
+        about: "Fewest rows in a leaf.",
+        accepts: || MIN_SAMPLES_LEAF.describe(),
+        set: |p, k, v| {
+            let v = MIN_SAMPLES_LEAF.parse_count(k, v)?;
+            both(p, |t| t.min_samples_leaf = Some(v))
+        },
+        check: |p, k| match p.tree().min_samples_leaf {
+            Some(v) => MIN_SAMPLES_LEAF.count(k, v),
+            None => Ok(()),
+        },
+        value: |r| {
+            match r.params.algorithm.0 {
+                Algorithm::RandomForest => r.tree().min_samples_leaf(r.task),
+                Algorithm::GradientBoosting => r.params.boosting.min_samples_leaf(),
+            }
+            .to_string()
+        },
+        recorded: always,
     },
     KeySpec {
         name: "min_samples_split",
         applies: Applies::Forest,
+        about: "Fewest rows in a node that may be split.",
+        accepts: || MIN_SAMPLES_SPLIT.describe(),
         set: |p, k, v| {
             p.forest.min_samples_split = MIN_SAMPLES_SPLIT.parse_count(k, v)?;
             Ok(())
         },
-        check: |p, _, k| MIN_SAMPLES_SPLIT.count(k, p.forest.min_samples_split),
-        show: |r| Some(r.params.forest.min_samples_split.to_string()),
-        place: (13, 0),
+        check: |p, k| MIN_SAMPLES_SPLIT.count(k, p.forest.min_samples_split),
+        value: |r| r.params.forest.min_samples_split.to_string(),
+        recorded: always,
+    },
+    KeySpec {
+        name: "min_samples_category",
+        applies: Applies::Both,
+        about: "Fewest rows (or weight) of a category for a subset split to place it on its own; \
+                rarer ones are pooled (1: no pooling).",
+        accepts: || MIN_SAMPLES_CATEGORY.describe(),
+        set: |p, k, v| {
+            let v = MIN_SAMPLES_CATEGORY.parse_count(k, v)?;
+            both(p, |t| t.min_samples_category = v)
+        },
+        check: |p, k| MIN_SAMPLES_CATEGORY.count(k, p.tree().min_samples_category),
+        value: |r| r.tree().min_samples_category.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "category_penalty",
         applies: Applies::Both,
+        about: "How many times the gain noise would show a subset split is charged per category \
+                beyond five (0: no charge).",
+        accepts: || NON_NEGATIVE.describe(),
         set: |p, k, v| {
             let v = NON_NEGATIVE.parse_number(k, v)?;
-            (p.forest.category_penalty, p.boosting.category_penalty) = (v, v);
-            Ok(())
+            both(p, |t| t.category_penalty = v)
         },
-        check: |p, a, k| NON_NEGATIVE.number(k, shared(p, a, |f| f.category_penalty, |b| b.category_penalty)),
-        show: |r| shown(r, |f| f.category_penalty, |b| b.category_penalty),
-        place: (15, 11),
+        check: |p, k| NON_NEGATIVE.number(k, p.tree().category_penalty),
+        value: |r| r.tree().category_penalty.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "min_weight_fraction_leaf",
         applies: Applies::Forest,
+        about: "Fewest total weight in a leaf, as a share of all weight.",
+        accepts: || MIN_WEIGHT_FRACTION_LEAF.describe(),
         set: |p, k, v| {
             p.forest.min_weight_fraction_leaf = MIN_WEIGHT_FRACTION_LEAF.parse_number(k, v)?;
             Ok(())
         },
-        check: |p, _, k| MIN_WEIGHT_FRACTION_LEAF.number(k, p.forest.min_weight_fraction_leaf),
-        show: |r| Some(r.params.forest.min_weight_fraction_leaf.to_string()),
-        place: (16, 0),
+        check: |p, k| MIN_WEIGHT_FRACTION_LEAF.number(k, p.forest.min_weight_fraction_leaf),
+        value: |r| r.params.forest.min_weight_fraction_leaf.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "impurity_threshold",
         applies: Applies::Forest,
+        about: "Nodes of impurity at or below this are leaves (docs/algorithms.md, \"Termination criteria\").",
+        accepts: || NON_NEGATIVE.describe(),
         set: |p, k, v| {
             p.forest.impurity_threshold = NON_NEGATIVE.parse_number(k, v)?;
             Ok(())
         },
-        check: |p, _, k| NON_NEGATIVE.number(k, p.forest.impurity_threshold),
-        show: |r| Some(r.params.forest.impurity_threshold.to_string()),
-        place: (17, 0),
+        check: |p, k| NON_NEGATIVE.number(k, p.forest.impurity_threshold),
+        value: |r| r.params.forest.impurity_threshold.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "min_impurity_decrease",
         applies: Applies::Forest,
+        about: "Least weighted impurity decrease (`W_t/W · Δi`) for a split \
+                (docs/algorithms.md, \"Termination criteria\").",
+        accepts: || NON_NEGATIVE.describe(),
         set: |p, k, v| {
             p.forest.min_impurity_decrease = NON_NEGATIVE.parse_number(k, v)?;
             Ok(())
         },
-        check: |p, _, k| NON_NEGATIVE.number(k, p.forest.min_impurity_decrease),
-        show: |r| Some(r.params.forest.min_impurity_decrease.to_string()),
-        place: (18, 0),
+        check: |p, k| NON_NEGATIVE.number(k, p.forest.min_impurity_decrease),
+        value: |r| r.params.forest.min_impurity_decrease.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "criterion",
         applies: Applies::Forest,
+        about: "Impurity criterion: gini or entropy for classification, mse for regression \
+                (docs/algorithms.md, \"Split criteria\").",
+        accepts: || choices(CRITERIA),
         set: |p, k, v| {
             p.forest.criterion = parse_choice(k, v, CRITERIA)?;
             Ok(())
         },
         check: any,
-        show: |r| {
-            Some(
-                match (r.params.forest.criterion, r.task) {
-                    (CriterionKind::Gini, _) | (CriterionKind::Default, Task::Classification) => "gini",
-                    (CriterionKind::Entropy, _) => "entropy",
-                    (CriterionKind::Mse, _) | (CriterionKind::Default, Task::Regression) => "mse",
-                }
-                .into(),
-            )
+        value: |r| {
+            match (r.params.forest.criterion, r.task) {
+                (CriterionKind::Gini, _) | (CriterionKind::Default, Task::Classification) => "gini",
+                (CriterionKind::Entropy, _) => "entropy",
+                (CriterionKind::Mse, _) | (CriterionKind::Default, Task::Regression) => "mse",
+            }
+            .into()
         },
-        place: (19, 0),
+        recorded: always,
     },
     KeySpec {
         name: "voting",
         applies: Applies::Forest,
+        about: "Classification: the mean of the leaves' class shares, or a vote per tree.",
+        accepts: || choices(VOTINGS),
         set: |p, k, v| {
             p.forest.voting = parse_choice(k, v, VOTINGS)?;
             Ok(())
         },
         check: any,
-        show: |r| Some(if r.params.forest.voting == Voting::Weighted { "weighted" } else { "unweighted" }.into()),
-        place: (20, 0),
+        value: |r| name_of(VOTINGS, r.params.forest.voting),
+        recorded: always,
     },
     KeySpec {
         name: "oob",
         applies: Applies::Forest,
+        about:
+            "Compute the out-of-bag error (needs rows a tree did not draw; docs/algorithms.md, \"Out-of-bag error\").",
+        accepts: booleans,
         set: |p, k, v| {
             p.forest.oob = parse_bool(k, v)?;
             Ok(())
         },
         check: any,
-        show: |r| Some(r.params.forest.oob.to_string()),
-        place: (21, 0),
+        value: |r| r.params.forest.oob.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "oob_per_observation",
         applies: Applies::Forest,
+        about: "Compute each row's out-of-bag prediction and error.",
+        accepts: booleans,
         set: |p, k, v| {
             p.forest.oob_per_observation = parse_bool(k, v)?;
             Ok(())
         },
         check: any,
-        show: |r| Some(r.params.forest.oob_per_observation.to_string()),
-        place: (22, 0),
-    },
-    // Gradient boosting keys.
-    KeySpec {
-        name: "n_rounds",
-        applies: Applies::Boosting,
-        set: |p, k, v| {
-            p.boosting.n_rounds = N_ROUNDS.parse_count(k, v)?;
-            Ok(())
-        },
-        check: |p, _, k| N_ROUNDS.count(k, p.boosting.n_rounds),
-        show: |r| Some(r.params.boosting.n_rounds.to_string()),
-        place: (0, 2),
-    },
-    KeySpec {
-        name: "learning_rate",
-        applies: Applies::Boosting,
-        set: |p, k, v| {
-            p.boosting.learning_rate = LEARNING_RATE.parse_number(k, v)?;
-            Ok(())
-        },
-        check: |p, _, k| LEARNING_RATE.number(k, p.boosting.learning_rate),
-        show: |r| Some(r.params.boosting.learning_rate.to_string()),
-        place: (0, 4),
-    },
-    KeySpec {
-        name: "min_split_loss",
-        applies: Applies::Boosting,
-        set: |p, k, v| {
-            p.boosting.min_split_loss = NON_NEGATIVE.parse_number(k, v)?;
-            Ok(())
-        },
-        check: |p, _, k| NON_NEGATIVE.number(k, p.boosting.min_split_loss),
-        show: |r| Some(r.params.boosting.min_split_loss.to_string()),
-        place: (0, 5),
-    },
-    KeySpec {
-        name: "lambda",
-        applies: Applies::Boosting,
-        set: |p, k, v| {
-            p.boosting.lambda = NON_NEGATIVE.parse_number(k, v)?;
-            Ok(())
-        },
-        check: |p, _, k| NON_NEGATIVE.number(k, p.boosting.lambda),
-        show: |r| Some(r.params.boosting.lambda.to_string()),
-        place: (0, 6),
+        value: |r| r.params.forest.oob_per_observation.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "loss",
         applies: Applies::Boosting,
+        about: "The loss boosting minimizes: squared (regression), logistic (two classes) or softmax; \
+                unset, from the task and the classes.",
+        accepts: || choices(LOSSES),
         set: |p, k, v| {
             p.boosting.loss = Some(parse_choice(k, v, LOSSES)?);
             Ok(())
         },
         check: any,
-        show: |r| Some(r.loss.or(r.params.boosting.loss).map_or("default", Loss::name).into()),
-        place: (0, 15),
+        value: |r| r.loss.or(r.params.boosting.loss).map_or("default", Loss::name).into(),
+        recorded: always,
     },
     KeySpec {
         name: "early_stopping_rounds",
         applies: Applies::Boosting,
+        about: "Stop when the held-out loss has not improved for this many rounds; 0 turns it off.",
+        accepts: || EARLY_STOPPING_ROUNDS.describe(),
         set: |p, k, v| {
             p.boosting.early_stopping_rounds = EARLY_STOPPING_ROUNDS.parse_count(k, v)?;
             Ok(())
         },
-        check: |p, _, k| EARLY_STOPPING_ROUNDS.count(k, p.boosting.early_stopping_rounds),
-        show: |r| Some(r.params.boosting.early_stopping_rounds.to_string()),
-        place: (0, 16),
+        check: |p, k| EARLY_STOPPING_ROUNDS.count(k, p.boosting.early_stopping_rounds),
+        value: |r| r.params.boosting.early_stopping_rounds.to_string(),
+        recorded: always,
     },
     KeySpec {
         name: "validation_fraction",
         applies: Applies::Boosting,
+        about: "Share of the training rows held out for early stopping (recorded only with it).",
+        accepts: || VALIDATION_FRACTION.describe(),
         set: |p, k, v| {
             p.boosting.validation_fraction = VALIDATION_FRACTION.parse_number(k, v)?;
             Ok(())
         },
-        check: |p, _, k| VALIDATION_FRACTION.number(k, p.boosting.validation_fraction),
-        show: |r| {
-            let b = &r.params.boosting;
-            (b.early_stopping_rounds > 0).then(|| b.validation_fraction.to_string())
+        check: |p, k| VALIDATION_FRACTION.number(k, p.boosting.validation_fraction),
+        value: |r| r.params.boosting.validation_fraction.to_string(),
+        recorded: |p| p.boosting.early_stopping_rounds > 0,
+    },
+    KeySpec {
+        name: "importance",
+        applies: Applies::Both,
+        about: "Variable importance: mean decrease of impurity (boosting: total gain) or of accuracy \
+                (forests only), raw or scaled (docs/algorithms.md, \"Variable importance\").",
+        accepts: || choices(IMPORTANCES),
+        set: |p, k, v| {
+            p.importance = parse_choice(k, v, IMPORTANCES)?;
+            Ok(())
         },
-        place: (0, 19),
+        check: any,
+        value: |r| name_of(IMPORTANCES, r.params.importance),
+        recorded: always,
+    },
+    KeySpec {
+        name: "seed",
+        applies: Applies::Both,
+        about: "Seed of every random stream: the same seed and data give the same model.",
+        accepts: || "an integer >= 0".into(),
+        set: |p, k, v| {
+            let v = v.parse::<u64>().map_err(|_| invalid(k, format!("expected an integer >= 0, got '{v}'")))?;
+            both(p, |t| t.seed = v)
+        },
+        check: any,
+        value: |r| r.tree().seed.to_string(),
+        recorded: always,
     },
 ];

@@ -1,8 +1,10 @@
 //! Training options by name: parsing (`set`), the checks of a whole set of
-//! options (`validate`) and the report of their effective values
-//! (`describe`), all read from the table of keys.
+//! options (`check`, which makes the [`CheckedParams`] training takes) and
+//! the report of their effective values (`describe`), all read from the
+//! table of keys.
 
-use crate::params::keys::{key_spec, Applies, Report, KEYS, OPTION_KEYS};
+use crate::params::checked::CheckedParams;
+use crate::params::keys::{key_spec, Applies, Report, BOOSTING_RECORD_ORDER, KEYS, OPTION_KEYS};
 use crate::params::rules::invalid;
 use crate::params::types::{Algorithm, CriterionKind, ImportanceKind, Loss, Task, TrainParams, Voting};
 use crate::{ArborError, Result};
@@ -15,6 +17,7 @@ impl TrainParams {
     /// let p = TrainParams::parse_options("task=regression n_trees=20, max_depth=8").unwrap();
     /// assert_eq!(p.task, Some(Task::Regression));
     /// assert_eq!(p.forest.n_trees, 20);
+    /// assert_eq!(p.forest.tree.max_depth, 8);
     /// assert!(TrainParams::parse_options("n_tree=20").is_err());
     /// ```
     pub fn parse_options(options: &str) -> Result<TrainParams> {
@@ -38,9 +41,10 @@ impl TrainParams {
             .collect()
     }
 
-    /// Sets one option by name, checking its value. Keys both algorithms
-    /// share (`max_depth`, `min_samples_leaf`, ...) set both; which algorithm
-    /// a key applies to is checked by [`TrainParams::validate`].
+    /// Sets one option by name, checking its value. Tree settings both
+    /// algorithms have (`max_depth`, `min_samples_leaf`, ...) set both's
+    /// [`TreeParams`](crate::TreeParams); which algorithm a key applies to is
+    /// checked by [`TrainParams::check`].
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let spec = key_spec(key)
             .ok_or_else(|| ArborError::UnknownOption { key: key.to_owned(), accepted: OPTION_KEYS.join(", ") })?;
@@ -51,10 +55,31 @@ impl TrainParams {
         Ok(())
     }
 
-    /// Checks the combination of options for `task`; each error names its key.
-    /// Keys of the other algorithm, and options this build does not implement
-    /// yet, are refused here, never ignored.
-    pub fn validate(&self, task: Task) -> Result<()> {
+    /// Checks the combination of options, once, into the [`CheckedParams`]
+    /// training takes; each error names its key. Keys of the other
+    /// algorithm, and options this build does not implement yet, are refused
+    /// here, never ignored. The rules that depend on the task (`criterion`,
+    /// `voting`) apply here when `task` is set, else when the data's task is
+    /// known ([`CheckedParams::for_task`]).
+    ///
+    /// ```
+    /// use arbor_ensemble::TrainParams;
+    /// let checked = TrainParams::parse_options("n_trees=20")?.check()?;
+    /// assert_eq!(checked.forest.n_trees, 20); // read-only: no way to change it now
+    /// assert!(TrainParams::parse_options("oob=true bootstrap=false")?.check().is_err());
+    /// # Ok::<(), arbor_ensemble::ArborError>(())
+    /// ```
+    pub fn check(&self) -> Result<CheckedParams> {
+        self.check_options()?;
+        if let Some(task) = self.task {
+            self.check_task(task)?;
+        }
+        Ok(CheckedParams::new(self.clone()))
+    }
+
+    /// The rules that need no task: the algorithm's keys, each key's range
+    /// and the combinations of keys.
+    fn check_options(&self) -> Result<()> {
         let algorithm = self.algorithm.0;
         for key in &self.explicit {
             let Some(spec) = key_spec(key).filter(|spec| !spec.applies.to(algorithm)) else { continue };
@@ -70,31 +95,26 @@ impl TrainParams {
         }
         // Every key's range, on the typed values (set checked the parsed ones by the same rules).
         for spec in KEYS.iter().filter(|k| k.applies.to(algorithm)) {
-            (spec.check)(self, algorithm, spec.name)?;
+            (spec.check)(self, spec.name)?;
         }
-        let exact = match algorithm {
-            Algorithm::RandomForest => self.forest.exact,
-            Algorithm::GradientBoosting => self.boosting.exact,
-        };
-        if exact {
+        if self.tree().exact {
             if let Some(key) = self.explicit.iter().find(|k| *k == "max_bins" || *k == "min_bin_size") {
                 return Err(invalid(key, "applies to split_method=hist; exact gives every distinct value a bin"));
             }
         }
+        let mda = matches!(self.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
         if algorithm == Algorithm::GradientBoosting {
-            let b = &self.boosting;
-            if matches!(self.forest.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
+            if mda {
                 return Err(invalid("importance", "gradient boosting accepts mdi (total gain) or none"));
             }
-            if b.early_stopping_rounds == 0 && self.explicit.iter().any(|k| k == "validation_fraction") {
+            if self.boosting.early_stopping_rounds == 0 && self.explicit.iter().any(|k| k == "validation_fraction") {
                 return Err(invalid("validation_fraction", "needs early_stopping_rounds > 0"));
             }
             return Ok(());
         }
         let f = &self.forest;
         let wants_oob = f.oob || f.oob_per_observation;
-        let mda = matches!(f.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
-        if (wants_oob || mda) && !f.bootstrap && f.sample_fraction >= 1.0 {
+        if (wants_oob || mda) && !f.bootstrap && f.tree.sample_fraction >= 1.0 {
             let key = if f.oob {
                 "oob"
             } else if f.oob_per_observation {
@@ -108,7 +128,15 @@ impl TrainParams {
                  (every tree sees every row with bootstrap=false sample_fraction=1)",
             ));
         }
-        match (task, f.criterion) {
+        Ok(())
+    }
+
+    /// The rules that depend on the task: a forest's criterion and voting.
+    pub(crate) fn check_task(&self, task: Task) -> Result<()> {
+        if self.algorithm.0 != Algorithm::RandomForest {
+            return Ok(());
+        }
+        match (task, self.forest.criterion) {
             (Task::Classification, CriterionKind::Mse) => {
                 return Err(invalid("criterion", "mse is for regression; classification accepts gini or entropy"))
             }
@@ -117,24 +145,25 @@ impl TrainParams {
             }
             _ => {}
         }
-        if task == Task::Regression && f.voting == Voting::Unweighted {
+        if task == Task::Regression && self.forest.voting == Voting::Unweighted {
             return Err(invalid("voting", "applies to classification only; regression averages the trees"));
         }
         Ok(())
     }
 
     /// The effective value of every option of the chosen algorithm, for
-    /// reports and the model file; `loss` is the resolved boosting loss.
+    /// reports and the model file, in the key table's order (gradient
+    /// boosting: in [`BOOSTING_RECORD_ORDER`]); `loss` is the resolved
+    /// boosting loss.
     pub fn describe(&self, task: Task, n_features: usize, loss: Option<Loss>) -> Vec<(String, String)> {
-        let report = Report { params: self, task, n_features, loss };
+        let report = Report { params: self, task, n_features: Some(n_features), loss };
         let algorithm = self.algorithm.0;
-        let mut pairs: Vec<(u8, &str, String)> = KEYS
-            .iter()
-            .filter(|k| k.applies.to(algorithm))
-            .filter_map(|k| (k.show)(&report).map(|v| (k.place(algorithm), k.name, v)))
-            .collect();
-        pairs.sort_by_key(|(place, _, _)| *place);
-        pairs.into_iter().map(|(_, k, v)| (k.to_owned(), v)).collect()
+        let mut specs: Vec<_> = KEYS.iter().filter(|k| k.applies.to(algorithm) && (k.recorded)(self)).collect();
+        if algorithm == Algorithm::GradientBoosting {
+            // A stable sort: keys the old order does not name keep the table's order, after it.
+            specs.sort_by_key(|k| BOOSTING_RECORD_ORDER.iter().position(|name| *name == k.name).unwrap_or(usize::MAX));
+        }
+        specs.into_iter().map(|k| (k.name.to_owned(), (k.value)(&report))).collect()
     }
 }
 
@@ -143,16 +172,22 @@ mod tests {
     use super::*;
     use crate::params::types::{MaxFeatures, Voting};
 
+    /// Checks `p` for `task`, as training does.
+    fn check_for(p: &TrainParams, task: Task) -> Result<CheckedParams> {
+        p.check()?.for_task(task)
+    }
+
     #[test]
-    fn defaults_match_the_design() {
+    fn defaults_match_the_reference() {
         let p = TrainParams::default();
         assert_eq!(p.forest.n_trees, 100);
-        assert_eq!(p.forest.seed, 777);
-        assert_eq!(p.forest.min_samples_leaf(Task::Classification), 1);
-        assert_eq!(p.forest.min_samples_leaf(Task::Regression), 5);
-        assert_eq!((p.forest.min_samples_category, p.boosting.min_samples_category), (10, 10));
+        assert_eq!((p.forest.tree.seed, p.boosting.tree.seed), (777, 777));
+        assert_eq!(p.forest.tree.min_samples_leaf(Task::Classification), 1);
+        assert_eq!(p.forest.tree.min_samples_leaf(Task::Regression), 5);
+        assert_eq!((p.forest.tree.min_samples_category, p.boosting.tree.min_samples_category), (10, 10));
         assert_eq!(p.forest.features_per_node(12, Task::Classification).unwrap(), 3);
         assert_eq!(p.forest.features_per_node(9, Task::Regression).unwrap(), 3);
+        assert_eq!(p.importance, ImportanceKind::Mdi);
     }
 
     #[test]
@@ -179,7 +214,7 @@ mod tests {
                 assert!(OPTION_KEYS.contains(&key.as_str()), "{key}");
                 p.set(&key, &value).unwrap_or_else(|e| panic!("{key}={value}: {e}"));
             }
-            p.validate(Task::Classification).unwrap();
+            check_for(&p, Task::Classification).unwrap();
         }
         assert_eq!(KEYS.len(), OPTION_KEYS.len());
         let mut names = OPTION_KEYS.to_vec();
@@ -189,10 +224,11 @@ mod tests {
     }
 
     #[test]
-    fn boosting_defaults_match_the_design() {
+    fn boosting_defaults_match_the_reference() {
         let b = TrainParams::default().boosting;
-        assert_eq!((b.n_rounds, b.max_depth, b.min_samples_leaf, b.max_bins, b.min_bin_size), (50, 6, 5, 256, 5));
-        assert_eq!((b.learning_rate, b.lambda, b.min_split_loss, b.sample_fraction), (0.3, 1.0, 0.0, 1.0));
+        let t = &b.tree;
+        assert_eq!((b.n_rounds, t.max_depth, b.min_samples_leaf(), t.max_bins, t.min_bin_size), (50, 6, 5, 256, 5));
+        assert_eq!((b.learning_rate, b.lambda, b.min_split_loss, t.sample_fraction), (0.3, 1.0, 0.0, 1.0));
         assert_eq!(b.features_per_node(12).unwrap(), 12);
         assert_eq!(b.resolve_loss(Task::Classification, 2).unwrap(), Loss::Logistic);
         assert_eq!(b.resolve_loss(Task::Classification, 10).unwrap(), Loss::Softmax);
@@ -202,17 +238,37 @@ mod tests {
     #[test]
     fn keys_of_the_other_algorithm_are_refused() {
         let p = TrainParams::parse_options("algorithm=gradient-boosting n_trees=10").unwrap();
-        let e = p.validate(Task::Classification).unwrap_err().to_string();
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'n_trees'") && e.contains("random-forest") && e.contains("n_rounds"), "{e}");
         let p = TrainParams::parse_options("learning_rate=0.1").unwrap();
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'learning_rate'") && e.contains("gradient-boosting"), "{e}");
         let p = TrainParams::parse_options("max_depth=3 algorithm=gradient-boosting lambda=2").unwrap();
-        assert_eq!(p.boosting.max_depth, 3, "shared keys apply whatever their order");
-        p.validate(Task::Regression).unwrap();
+        assert_eq!(p.boosting.tree.max_depth, 3, "tree keys apply whatever their order");
+        assert_eq!(p.forest.tree.max_depth, 3, "a tree key sets both algorithms' tree settings");
+        check_for(&p, Task::Regression).unwrap();
         let p = TrainParams::parse_options("algorithm=gradient-boosting loss=logistic").unwrap();
         let e = p.boosting.resolve_loss(Task::Classification, 3).unwrap_err().to_string();
         assert!(e.contains("'loss'") && e.contains("softmax"), "{e}");
+    }
+
+    #[test]
+    fn task_rules_apply_once_the_task_is_known() {
+        // No task yet: the criterion waits for the data's task.
+        let checked = TrainParams::parse_options("criterion=mse").unwrap().check().unwrap();
+        let e = checked.for_task(Task::Classification).unwrap_err().to_string();
+        assert!(e.contains("'criterion'") && e.contains("regression"), "{e}");
+        assert_eq!(checked.for_task(Task::Regression).unwrap().task, Some(Task::Regression));
+        // A task given: the check applies them at once.
+        let e = TrainParams::parse_options("task=regression voting=unweighted").unwrap().check().unwrap_err();
+        assert!(e.to_string().contains("'voting'"), "{e}");
+        // Boosting has no task rules of a forest's.
+        TrainParams::parse_options("algorithm=gradient-boosting")
+            .unwrap()
+            .check()
+            .unwrap()
+            .for_task(Task::Regression)
+            .unwrap();
     }
 
     #[test]
@@ -234,30 +290,49 @@ mod tests {
     }
 
     #[test]
+    fn a_forest_reports_in_the_table_order_and_boosting_in_its_record_order() {
+        let forest: Vec<&str> = KEYS.iter().filter(|k| k.applies.to(Algorithm::RandomForest)).map(|k| k.name).collect();
+        let p = TrainParams::default();
+        let described: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(described, forest);
+        // The boosting order names each boosting key once, and no other key.
+        let mut boosting: Vec<&str> =
+            KEYS.iter().filter(|k| k.applies.to(Algorithm::GradientBoosting)).map(|k| k.name).collect();
+        let mut recorded = BOOSTING_RECORD_ORDER.to_vec();
+        boosting.sort_unstable();
+        recorded.sort_unstable();
+        assert_eq!(recorded, boosting);
+    }
+
+    #[test]
     fn typed_values_out_of_range_are_refused_naming_the_key() {
         let mut p = TrainParams::default();
         p.forest.n_trees = 0;
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'n_trees'") && e.contains("expected an integer >= 1, got '0'"), "{e}");
         let mut p = TrainParams::default();
-        p.forest.max_bins = 70_000;
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        p.forest.tree.max_bins = 70_000;
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'max_bins'") && e.contains("in [2, 65536]"), "{e}");
         let mut p = TrainParams::parse_options("algorithm=gradient-boosting").unwrap();
         p.boosting.learning_rate = f64::NAN;
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'learning_rate'") && e.contains("(0, 1]"), "{e}");
         p.boosting.learning_rate = 0.1;
-        p.boosting.max_features = MaxFeatures::Count(0);
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        p.boosting.tree.max_features = MaxFeatures::Count(0);
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'max_features'"), "{e}");
-        p.boosting.max_features = MaxFeatures::All;
+        p.boosting.tree.max_features = MaxFeatures::All;
         p.forest.n_trees = 0; // not the chosen algorithm's: not checked
         p.forest.voting = Voting::Weighted;
-        p.validate(Task::Regression).unwrap();
+        check_for(&p, Task::Regression).unwrap();
         let mut p = TrainParams::default();
-        p.forest.min_samples_leaf = Some(0);
-        let e = p.validate(Task::Regression).unwrap_err().to_string();
+        p.forest.tree.min_samples_leaf = Some(0);
+        let e = p.check().unwrap_err().to_string();
         assert!(e.contains("'min_samples_leaf'"), "{e}");
+        let mut p = TrainParams::parse_options("algorithm=gradient-boosting").unwrap();
+        p.importance = ImportanceKind::MdaRaw;
+        let e = p.check().unwrap_err().to_string();
+        assert!(e.contains("'importance'") && e.contains("mdi"), "{e}");
     }
 }

@@ -1,5 +1,6 @@
-//! The rules option values obey, each shared by parsing (`set`) and by
-//! `validate` on typed values, and the error every option reports.
+//! The rules option values obey, each shared by parsing (`set`), by
+//! `check` on typed values and by `docs/parameters.md`, and the error every
+//! option reports.
 
 use crate::{ArborError, Result};
 
@@ -22,6 +23,17 @@ pub(crate) enum Rule {
 }
 
 impl Rule {
+    /// The values the rule admits, in words (as its errors say them).
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Rule::Count { min } => format!("an integer >= {min}"),
+            Rule::CountIn { min, max } => format!("an integer in [{min}, {max}]"),
+            Rule::Fraction { low_open: true, high } => format!("a number in (0, {high}]"),
+            Rule::Fraction { low_open: false, high } => format!("a number in [0, {high}]"),
+            Rule::NonNegative => "a finite number >= 0".into(),
+        }
+    }
+
     /// Parses an integer `value` of `key` and checks it.
     pub(crate) fn parse_count(self, key: &str, value: &str) -> Result<usize> {
         match value.parse::<usize>() {
@@ -86,12 +98,12 @@ impl Rule {
         }
     }
 
-    /// Checks typed integer `v` of `key` (for `validate`).
+    /// Checks typed integer `v` of `key` (for `check`).
     pub(crate) fn count(self, key: &str, v: usize) -> Result<()> {
         self.check_count(key, v, &v.to_string()).map(drop)
     }
 
-    /// Checks typed number `v` of `key` (for `validate`).
+    /// Checks typed number `v` of `key` (for `check`).
     pub(crate) fn number(self, key: &str, v: f64) -> Result<()> {
         self.check_number(key, v, &v.to_string()).map(drop)
     }

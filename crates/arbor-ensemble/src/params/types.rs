@@ -1,5 +1,6 @@
-//! The typed training parameters: the task, the algorithm and each
-//! algorithm's settings, with the defaults DESIGN.md gives.
+//! The typed training parameters: the task, the algorithm, the tree settings
+//! both algorithms share ([`TreeParams`]) and each algorithm's own, with the
+//! defaults `docs/parameters.md` lists.
 
 use arbor_quantize::QuantizeParams;
 use serde::{Deserialize, Serialize};
@@ -29,9 +30,9 @@ impl Task {
 /// Which ensemble is trained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Algorithm {
-    /// Random forest (seeds 000–003).
+    /// Random forest (docs/algorithms.md, "Random forest").
     RandomForest,
-    /// Gradient boosted trees (seed 004).
+    /// Gradient boosted trees (docs/algorithms.md, "Gradient boosting").
     GradientBoosting,
 }
 
@@ -45,7 +46,7 @@ impl Algorithm {
     }
 }
 
-/// Features tried per split node (seed `featuresPerNode`).
+/// Features tried per split node (docs/algorithms.md, "Random forest").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MaxFeatures {
     /// `sqrt(p)` for classification, `p/3` for regression.
@@ -60,7 +61,7 @@ pub enum MaxFeatures {
     All,
 }
 
-/// Impurity criterion.
+/// Impurity criterion (docs/algorithms.md, "Split criteria").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CriterionKind {
     /// Gini for classification, MSE for regression.
@@ -82,12 +83,13 @@ pub enum Voting {
     Unweighted,
 }
 
-/// Which variable importance is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Which variable importance is computed (docs/algorithms.md, "Variable importance").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ImportanceKind {
     /// None.
     None,
-    /// Mean decrease of impurity.
+    /// Mean decrease of impurity (boosting: total gain).
+    #[default]
     Mdi,
     /// Mean decrease of accuracy, raw.
     MdaRaw,
@@ -95,33 +97,26 @@ pub enum ImportanceKind {
     MdaScaled,
 }
 
-/// Random forest parameters; `Default` matches DESIGN.md.
+/// The settings of how each tree is grown that both algorithms have: one
+/// struct that [`ForestParams`] and [`BoostingParams`] each hold, with their
+/// own defaults (see `docs/parameters.md`). A key both algorithms accept
+/// (`max_depth`, `min_samples_leaf`, ...) sets it in both.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ForestParams {
-    /// Number of trees.
-    pub n_trees: usize,
-    /// Features tried per split.
+pub struct TreeParams {
+    /// Features tried per split (docs/algorithms.md, "Random forest").
     pub max_features: MaxFeatures,
-    /// Draw each tree's rows with replacement.
-    pub bootstrap: bool,
     /// Rows per tree as a fraction of the training rows.
     pub sample_fraction: f64,
-    /// `hist` (false) or `exact` (true).
+    /// `hist` (false) or `exact` (true) (docs/algorithms.md, "Histogram binning").
     pub exact: bool,
-    /// `random` splitter (extra trees) instead of `best`.
-    pub random_splitter: bool,
     /// Most bins per feature, the missing-value bin included.
     pub max_bins: usize,
     /// Fewest rows in a bin.
     pub min_bin_size: usize,
     /// Deepest level (0 = unlimited).
     pub max_depth: usize,
-    /// Most leaves per tree (0 = depth-first without limit).
-    pub max_leaf_nodes: usize,
-    /// Fewest rows in a leaf (`None`: 1 classification, 5 regression).
+    /// Fewest rows in a leaf (`None`: 1 for classification, 5 for regression).
     pub min_samples_leaf: Option<usize>,
-    /// Fewest rows in a node that may be split.
-    pub min_samples_split: usize,
     /// Fewest rows (weight, with sample weights) of a category in a node for a
     /// subset split to place it on its own; rarer categories of the node are
     /// pooled and move together, so that a few rows' noise cannot pick a split
@@ -131,67 +126,38 @@ pub struct ForestParams {
     /// of `k` categories charges it for each of its `k − 1` degrees of
     /// freedom beyond five: a feature of many categories (flights' 104
     /// destinations) must win a node on signal, not on the number of subsets
-    /// it could pick from (24; 0: no charge).
+    /// it could pick from (forests 24, boosting 1, where the noise is measured
+    /// on the node's gradients; 0: no charge).
     pub category_penalty: f64,
-    /// Fewest total weight in a leaf, as a fraction of all weight.
-    pub min_weight_fraction_leaf: f64,
-    /// Nodes with impurity at or below this are leaves.
-    pub impurity_threshold: f64,
-    /// Least weighted impurity decrease (`W_t/W · Δi`) for a split.
-    pub min_impurity_decrease: f64,
-    /// Impurity criterion.
-    pub criterion: CriterionKind,
-    /// Voting method.
-    pub voting: Voting,
-    /// Compute the out-of-bag error.
-    pub oob: bool,
-    /// Compute per-observation OOB error and prediction.
-    pub oob_per_observation: bool,
-    /// Variable importance.
-    pub importance: ImportanceKind,
     /// Seed of all random streams.
     pub seed: u64,
 }
 
-impl Default for ForestParams {
-    fn default() -> Self {
-        ForestParams {
-            n_trees: 100,
-            max_features: MaxFeatures::Default,
-            bootstrap: true,
-            sample_fraction: 1.0,
-            exact: false,
-            random_splitter: false,
-            max_bins: 256,
-            min_bin_size: 5,
-            max_depth: 0,
-            max_leaf_nodes: 0,
-            min_samples_leaf: None,
-            min_samples_split: 2,
-            min_samples_category: 10,
-            category_penalty: 24.0,
-            min_weight_fraction_leaf: 0.0,
-            impurity_threshold: 0.0,
-            min_impurity_decrease: 0.0,
-            criterion: CriterionKind::Default,
-            voting: Voting::Weighted,
-            oob: false,
-            oob_per_observation: false,
-            importance: ImportanceKind::Mdi,
-            seed: 777,
-        }
-    }
-}
-
-impl ForestParams {
+impl TreeParams {
     /// How features are binned: quantiles (`hist`) or a bin per value (`exact`).
     pub fn quantize_params(&self) -> QuantizeParams {
-        binning(self.exact, self.max_bins, self.min_bin_size)
+        if self.exact {
+            QuantizeParams::exact()
+        } else {
+            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
+        }
     }
 
-    /// Features tried per node for `p` features and a task.
-    pub fn features_per_node(&self, p: usize, task: Task) -> Result<usize> {
+    /// Fewest rows per leaf for a task.
+    pub fn min_samples_leaf(&self, task: Task) -> usize {
+        self.min_samples_leaf.unwrap_or(match task {
+            Task::Classification => 1,
+            Task::Regression => 5,
+        })
+    }
+
+    /// Features tried per node for `p` features and a task, `Default` read as `default`.
+    fn features_per_node(&self, p: usize, task: Task, default: MaxFeatures) -> Result<usize> {
         let m = match self.max_features {
+            MaxFeatures::Default => default,
+            other => other,
+        };
+        let m = match m {
             MaxFeatures::Default if task == Task::Classification => (p as f64).sqrt() as usize,
             MaxFeatures::Default | MaxFeatures::Third => p / 3,
             MaxFeatures::Sqrt => (p as f64).sqrt() as usize,
@@ -203,13 +169,78 @@ impl ForestParams {
         };
         Ok(m.clamp(1, p.max(1)))
     }
+}
 
-    /// Fewest rows per leaf for a task.
-    pub fn min_samples_leaf(&self, task: Task) -> usize {
-        self.min_samples_leaf.unwrap_or(match task {
-            Task::Classification => 1,
-            Task::Regression => 5,
-        })
+/// Random forest parameters (docs/algorithms.md, "Random forest"); `Default`
+/// gives the defaults of `docs/parameters.md`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForestParams {
+    /// Number of trees.
+    pub n_trees: usize,
+    /// How each tree is grown: the settings boosting has too.
+    pub tree: TreeParams,
+    /// Draw each tree's rows with replacement.
+    pub bootstrap: bool,
+    /// `random` splitter (extra trees) instead of `best` (docs/algorithms.md, "Random splitter").
+    pub random_splitter: bool,
+    /// Most leaves per tree, grown best-first (0 = depth-first without limit;
+    /// docs/algorithms.md, "Tree building strategies").
+    pub max_leaf_nodes: usize,
+    /// Fewest rows in a node that may be split.
+    pub min_samples_split: usize,
+    /// Fewest total weight in a leaf, as a fraction of all weight.
+    pub min_weight_fraction_leaf: f64,
+    /// Nodes with impurity at or below this are leaves.
+    pub impurity_threshold: f64,
+    /// Least weighted impurity decrease (`W_t/W · Δi`) for a split
+    /// (docs/algorithms.md, "Termination criteria").
+    pub min_impurity_decrease: f64,
+    /// Impurity criterion (docs/algorithms.md, "Split criteria").
+    pub criterion: CriterionKind,
+    /// Voting method.
+    pub voting: Voting,
+    /// Compute the out-of-bag error (docs/algorithms.md, "Out-of-bag error").
+    pub oob: bool,
+    /// Compute per-observation OOB error and prediction.
+    pub oob_per_observation: bool,
+}
+
+impl Default for ForestParams {
+    fn default() -> Self {
+        ForestParams {
+            n_trees: 100,
+            tree: TreeParams {
+                max_features: MaxFeatures::Default,
+                sample_fraction: 1.0,
+                exact: false,
+                max_bins: 256,
+                min_bin_size: 5,
+                max_depth: 0,
+                min_samples_leaf: None,
+                min_samples_category: 10,
+                category_penalty: 24.0,
+                seed: 777,
+            },
+            bootstrap: true,
+            random_splitter: false,
+            max_leaf_nodes: 0,
+            min_samples_split: 2,
+            min_weight_fraction_leaf: 0.0,
+            impurity_threshold: 0.0,
+            min_impurity_decrease: 0.0,
+            criterion: CriterionKind::Default,
+            voting: Voting::Weighted,
+            oob: false,
+            oob_per_observation: false,
+        }
+    }
+}
+
+impl ForestParams {
+    /// Features tried per node for `p` features and a task (`Default`:
+    /// `sqrt(p)` for classification, `p/3` for regression).
+    pub fn features_per_node(&self, p: usize, task: Task) -> Result<usize> {
+        self.tree.features_per_node(p, task, MaxFeatures::Default)
     }
 }
 
@@ -235,91 +266,64 @@ impl Loss {
     }
 }
 
-/// Gradient boosting parameters (seed 004); `Default` matches DESIGN.md.
+/// Gradient boosting parameters (docs/algorithms.md, "Gradient boosting");
+/// `Default` gives the defaults of `docs/parameters.md`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BoostingParams {
     /// Boosting rounds (`maxIterations`).
     pub n_rounds: usize,
-    /// Deepest level (0 = unlimited).
-    pub max_depth: usize,
+    /// How each tree is grown: the settings forests have too (rows drawn
+    /// without replacement; `max_features` all by default).
+    pub tree: TreeParams,
     /// Shrinkage applied to every tree's leaves.
     pub learning_rate: f64,
     /// Least loss reduction (`gamma`) for a split.
     pub min_split_loss: f64,
     /// L2 regularization of leaf weights.
     pub lambda: f64,
-    /// Rows per tree, drawn without replacement, as a fraction of the training rows.
-    pub sample_fraction: f64,
-    /// Features tried per split (default: all).
-    pub max_features: MaxFeatures,
-    /// Fewest rows in a leaf.
-    pub min_samples_leaf: usize,
-    /// Fewest rows (weight, with sample weights) of a category in a node for a
-    /// subset split to place it on its own; rarer categories of the node are
-    /// pooled and move together, so that a few rows' noise cannot pick a split
-    /// (10, as LightGBM and scikit-learn's histogram boosting; 1: no pooling).
-    pub min_samples_category: usize,
-    /// How many times the gain that noise is expected to show a subset split
-    /// of `k` categories charges it for each of its `k − 1` degrees of
-    /// freedom beyond five, as for forests (`ForestParams::category_penalty`),
-    /// the noise measured on the node's gradients (1; 0: no charge).
-    pub category_penalty: f64,
-    /// `hist` (false) or `exact` (true).
-    pub exact: bool,
-    /// Most bins per feature, the missing-value bin included.
-    pub max_bins: usize,
-    /// Fewest rows in a bin.
-    pub min_bin_size: usize,
     /// The loss (`None`: squared, logistic or softmax from the task and classes).
     pub loss: Option<Loss>,
     /// Stop when the validation loss has not improved for this many rounds (0 = off).
     pub early_stopping_rounds: usize,
     /// Share of the training rows held out for early stopping.
     pub validation_fraction: f64,
-    /// Seed of all random streams.
-    pub seed: u64,
 }
 
 impl Default for BoostingParams {
     fn default() -> Self {
         BoostingParams {
             n_rounds: 50,
-            max_depth: 6,
+            tree: TreeParams {
+                max_features: MaxFeatures::All,
+                sample_fraction: 1.0,
+                exact: false,
+                max_bins: 256,
+                min_bin_size: 5,
+                max_depth: 6,
+                min_samples_leaf: Some(5),
+                min_samples_category: 10,
+                category_penalty: 1.0,
+                seed: 777,
+            },
             learning_rate: 0.3,
             min_split_loss: 0.0,
             lambda: 1.0,
-            sample_fraction: 1.0,
-            max_features: MaxFeatures::All,
-            min_samples_leaf: 5,
-            min_samples_category: 10,
-            category_penalty: 1.0,
-            exact: false,
-            max_bins: 256,
-            min_bin_size: 5,
             loss: None,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
-            seed: 777,
         }
     }
 }
 
 impl BoostingParams {
-    /// How features are binned: quantiles (`hist`, seed "inexact") or a bin per value (`exact`).
-    pub fn quantize_params(&self) -> QuantizeParams {
-        binning(self.exact, self.max_bins, self.min_bin_size)
-    }
-
     /// Features tried per node for `p` features (`Default` means all).
     pub fn features_per_node(&self, p: usize) -> Result<usize> {
-        let forest = ForestParams {
-            max_features: match self.max_features {
-                MaxFeatures::Default => MaxFeatures::All,
-                other => other,
-            },
-            ..ForestParams::default()
-        };
-        forest.features_per_node(p, Task::Regression)
+        self.tree.features_per_node(p, Task::Regression, MaxFeatures::All)
+    }
+
+    /// Fewest rows per leaf, whatever the task (`None`: 5).
+    pub fn min_samples_leaf(&self) -> usize {
+        self.tree.min_samples_leaf.unwrap_or(5)
     }
 
     /// The loss for a task with `n_classes` classes, checking an explicit
@@ -355,7 +359,9 @@ impl BoostingParams {
     }
 }
 
-/// Everything that decides how a model is trained.
+/// Everything that decides how a model is trained, as parsed or written:
+/// unchecked until [`TrainParams::check`] turns it into the
+/// [`CheckedParams`](crate::CheckedParams) training takes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrainParams {
     /// The task, or `None` to take it from the label's type.
@@ -366,8 +372,20 @@ pub struct TrainParams {
     pub forest: ForestParams,
     /// Gradient boosting parameters.
     pub boosting: BoostingParams,
+    /// Variable importance, of either algorithm (boosting: `mdi`, as total gain, or `none`).
+    pub importance: ImportanceKind,
     /// The keys given explicitly, checked against the chosen algorithm.
     pub explicit: Vec<String>,
+}
+
+impl TrainParams {
+    /// The tree settings of the chosen algorithm.
+    pub fn tree(&self) -> &TreeParams {
+        match self.algorithm.0 {
+            Algorithm::RandomForest => &self.forest.tree,
+            Algorithm::GradientBoosting => &self.boosting.tree,
+        }
+    }
 }
 
 /// The algorithm option, random forest unless set.
@@ -377,14 +395,5 @@ pub struct AlgorithmChoice(pub Algorithm);
 impl Default for AlgorithmChoice {
     fn default() -> Self {
         AlgorithmChoice(Algorithm::RandomForest)
-    }
-}
-
-/// The binning of `split_method`: exact, or quantiles with `max_bins` and `min_bin_size`.
-fn binning(exact: bool, max_bins: usize, min_bin_size: usize) -> QuantizeParams {
-    if exact {
-        QuantizeParams::exact()
-    } else {
-        QuantizeParams { max_bins, min_bin_size }
     }
 }

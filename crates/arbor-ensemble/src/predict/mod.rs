@@ -1,5 +1,5 @@
 //! Prediction: feature columns read through the model's mappers, rows sent
-//! down every tree, votes combined (seed 000 "Prediction").
+//! down every tree, votes combined (`docs/algorithms.md`, "Prediction").
 
 use std::sync::Arc;
 
@@ -316,7 +316,7 @@ impl Model {
         Predictions { width, values }
     }
 
-    /// A forest's votes for a block of rows (seed 000 "Inference").
+    /// A forest's votes for a block of rows (`docs/algorithms.md`, "Prediction").
     fn forest_block(&self, block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let unweighted = self.task == Task::Classification && self.voting == Voting::Unweighted;

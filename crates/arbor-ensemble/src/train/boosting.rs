@@ -1,10 +1,10 @@
-//! Gradient boosted trees (seed 004): second-order boosting on the binned
+//! Gradient boosted trees (`docs/algorithms.md`, "Gradient boosting"): second-order boosting on the binned
 //! matrix, with shrinkage, `gamma` and `lambda` regularization, row and
 //! feature subsampling, and early stopping on a held-out share of the rows.
 
 use std::borrow::Cow;
 
-use arbor_kernels::{Criterion, RowBins, RowStats, SplitConstraints, Target as KernelTarget};
+use arbor_kernels::{Criterion, HistogramTarget, RowBins, RowStats, SplitConstraints};
 use arbor_quantize::{BinnedMatrix, FeatureColumn};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -23,7 +23,7 @@ use crate::train::grower::{
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{
-    Algorithm, ArborError, BoostingParams, ImportanceKind, Loss, Progress, Result, TrainParams, Voting,
+    Algorithm, ArborError, BoostingParams, CheckedParams, ImportanceKind, Loss, Progress, Result, Voting,
     TRAIN_LOSS_EVERY,
 };
 
@@ -37,7 +37,7 @@ const VALIDATION_STREAM: usize = usize::MAX;
 /// model bytes are the same either way.
 pub(crate) fn train_boosting(
     data: Cow<'_, TrainingData>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     match data {
@@ -54,7 +54,7 @@ pub(crate) fn train_boosting(
 fn boost(
     data: &TrainingData,
     mut columns: RawColumns<'_>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     let task = data.task;
@@ -64,8 +64,8 @@ fn boost(
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
     let n_features = columns.get().len();
     let features_per_node = bp.features_per_node(n_features)?;
-    let mut matrix = BinnedMatrix::fit(columns.get(), &bp.quantize_params());
-    let ranges = bp.exact.then(|| bin_ranges(columns.get(), &matrix));
+    let mut matrix = BinnedMatrix::fit(columns.get(), &bp.tree.quantize_params());
+    let ranges = bp.tree.exact.then(|| bin_ranges(columns.get(), &matrix));
     let n = data.n_rows();
     let weight = RowWeights::of(data.weights.as_deref());
     let target = match &data.target {
@@ -73,8 +73,8 @@ fn boost(
         Target::Values(y) => LossTarget::Values(y),
     };
 
-    let (mut train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.seed)?;
-    let n_sampled = ((bp.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
+    let (mut train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?;
+    let n_sampled = ((bp.tree.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let subsample = n_sampled < train_rows.len();
     // Rows outside the trees (held out, not sampled) walk them: on their raw
     // values, or on their bins' stand-ins once owned columns are freed.
@@ -137,7 +137,7 @@ fn boost(
     let mut best: Option<(usize, f64)> = None;
     let mut rounds_run = 0;
     for round in 0..bp.n_rounds {
-        let mut rng = tree_rng(bp.seed, round);
+        let mut rng = tree_rng(bp.tree.seed, round);
         let sampled = subsample.then(|| sample_rows(&train_rows, n_sampled, &mut rng));
         if let (Some(sampled), true) = (&sampled, column_wise) {
             counts.iter_mut().for_each(|c| *c = 0.0);
@@ -165,12 +165,12 @@ fn boost(
                 (Some(bins), DerivativeBuffers::Packed(stats)) => {
                     derivatives.write_packed(stats);
                     let stats: &[RowStats] = stats;
-                    (KernelTarget::Packed { stats }, Some(RowWise { bins, stats }))
+                    (HistogramTarget::Packed { stats }, Some(RowWise { bins, stats }))
                 }
                 (_, DerivativeBuffers::Apart { grad, hess }) => {
                     derivatives.write(grad, hess);
                     let (grad, hess): (&[f64], &[f64]) = (grad, hess);
-                    (KernelTarget::Gradients { grad, hess }, None)
+                    (HistogramTarget::Gradients { grad, hess }, None)
                 }
                 (None, DerivativeBuffers::Packed(_)) => unreachable!("packed buffers are for row-wise bins"),
             };
@@ -228,7 +228,7 @@ fn boost(
         covers.truncate((best_round + 1) * outputs);
         EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len() }
     });
-    let importance = (params.forest.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
+    let importance = (params.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
     Ok(Model {
         task,
         algorithm: Algorithm::GradientBoosting,
@@ -252,17 +252,18 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
     GrowSettings {
         criterion: Criterion::Newton { lambda: bp.lambda },
         constraints: SplitConstraints {
-            min_samples_leaf: bp.min_samples_leaf as f64,
+            min_samples_leaf: bp.min_samples_leaf() as f64,
             min_weight_leaf: 0.0,
-            min_samples_category: bp.min_samples_category as f64,
+            min_samples_category: bp.tree.min_samples_category as f64,
             category_charge: 0.0,
         },
-        category_penalty: bp.category_penalty,
-        max_depth: bp.max_depth,
+        category_penalty: bp.tree.category_penalty,
+        max_depth: bp.tree.max_depth,
         min_samples_split: 2.0,
         features_per_node,
         impurity_threshold: 0.0,
-        // Gains are G²/(H+λ) sums, twice seed 004's loss reduction; a split must reduce the loss.
+        // Gains are G²/(H+λ) sums, twice the loss reduction (`docs/algorithms.md`, "Gradient boosting");
+        // a split must reduce the loss.
         min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
         leaf_scale: bp.learning_rate,
         random_splitter: false,

@@ -1,11 +1,11 @@
-//! Random forest training (seed 000): bootstrap sets, trees grown in parallel
+//! Random forest training (`docs/algorithms.md`, "Random forest"): bootstrap sets, trees grown in parallel
 //! with per-tree random streams, out-of-bag error and variable importance.
 
 use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use arbor_kernels::{Criterion, RowBins, SplitConstraints, Target as KernelTarget};
+use arbor_kernels::{Criterion, HistogramTarget, RowBins, SplitConstraints};
 use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::data::raw_columns::RawColumns;
-use crate::{Algorithm, CriterionKind, ImportanceKind, Progress, Result, Task, TrainParams};
+use crate::{Algorithm, CheckedParams, CriterionKind, ImportanceKind, Progress, Result, Task};
 
 /// The random stream of tree `index`: independent of the thread that grows it
 /// and of how many trees are grown, so a seed always gives the same forest.
@@ -45,7 +45,7 @@ pub(crate) fn tree_rng(seed: u64, index: usize) -> ChaCha8Rng {
 /// values, the raw feature columns go once binned. The same model either way.
 pub(crate) fn train_forest(
     data: Cow<'_, TrainingData>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
@@ -65,7 +65,7 @@ pub(crate) fn train_forest(
 fn grow_forest(
     data: &TrainingData,
     mut columns: RawColumns<'_>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<(Model, Option<OutOfBag>)> {
@@ -73,8 +73,8 @@ fn grow_forest(
     let fp = &params.forest;
     let n_features = columns.get().len();
     let m = fp.features_per_node(n_features, task)?;
-    let matrix = BinnedMatrix::fit(columns.get(), &fp.quantize_params());
-    let ranges = fp.exact.then(|| bin_ranges(columns.get(), &matrix));
+    let matrix = BinnedMatrix::fit(columns.get(), &fp.tree.quantize_params());
+    let ranges = fp.tree.exact.then(|| bin_ranges(columns.get(), &matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
     let row_bins =
         (m >= n_features && !fp.random_splitter && task == Task::Regression).then(|| RowBins::new(&matrix)).flatten();
@@ -82,15 +82,15 @@ fn grow_forest(
     let target = match &data.target {
         Target::Classes(labels) => {
             let n = data.label.classes.as_ref().map_or(0, |c| c.len());
-            KernelTarget::Classes { labels, n_classes: n }
+            HistogramTarget::Classes { labels, n_classes: n }
         }
-        Target::Values(y) => KernelTarget::Values { y },
+        Target::Values(y) => HistogramTarget::Values { y },
     };
     let n = data.n_rows();
     let sample_weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
-    let n_draws = ((fp.sample_fraction * n as f64).round() as usize).clamp(1, n);
+    let n_draws = ((fp.tree.sample_fraction * n as f64).round() as usize).clamp(1, n);
     let done = AtomicUsize::new(0);
-    let mda = matches!(fp.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
+    let mda = matches!(params.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled);
     let report_oob = fp.oob || fp.oob_per_observation;
     let want_oob = report_oob || mda;
     let width = match &data.target {
@@ -109,7 +109,7 @@ fn grow_forest(
     let finished: Mutex<Vec<Option<Finished>>> = Mutex::new((0..fp.n_trees).map(|_| None).collect());
     let oob_fold = want_oob.then(|| Mutex::new(OobFold::new(n, width, fp.voting, report_oob)));
     each_tree_in_order(fp.n_trees, |t| {
-        let mut rng = tree_rng(fp.seed, t);
+        let mut rng = tree_rng(fp.tree.seed, t);
         let mut counts = vec![0.0; n];
         if fp.bootstrap {
             for _ in 0..n_draws {
@@ -154,7 +154,8 @@ fn grow_forest(
         } else {
             (grow(Cow::Owned(counts)), None)
         };
-        // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
+        // MDI weighs each decrease by p(t) = |D_t| / |D| (`docs/algorithms.md`,
+        // "Variable importance"): gains are W_t·Δi.
         if root_weight > 0.0 {
             grown.gain_per_feature.iter_mut().for_each(|g| *g /= root_weight);
         }
@@ -191,9 +192,10 @@ fn grow_forest(
         None => Sections::Owned(held),
     };
 
-    let mdi = (fp.importance == ImportanceKind::Mdi).then(|| importance::mean_decrease_impurity(&gains, n_features));
+    let mdi =
+        (params.importance == ImportanceKind::Mdi).then(|| importance::mean_decrease_impurity(&gains, n_features));
     let oob = oob_fold.as_ref().filter(|_| report_oob).map(|fold| fold.error(data, fp.oob_per_observation));
-    let importance = match (fp.importance, &oob_fold) {
+    let importance = match (params.importance, &oob_fold) {
         (ImportanceKind::MdaRaw, Some(fold)) => Some(fold.mean_decrease_accuracy(n_features, false)),
         (ImportanceKind::MdaScaled, Some(fold)) => Some(fold.mean_decrease_accuracy(n_features, true)),
         _ => mdi,
@@ -220,7 +222,7 @@ fn grow_forest(
 }
 
 /// The impurity criterion a forest's trees split by.
-pub(crate) fn forest_criterion(params: &TrainParams, task: Task) -> Criterion {
+pub(crate) fn forest_criterion(params: &CheckedParams, task: Task) -> Criterion {
     match (params.forest.criterion, task) {
         (CriterionKind::Entropy, _) => Criterion::Entropy,
         (_, Task::Classification) => Criterion::Gini,
@@ -230,18 +232,18 @@ pub(crate) fn forest_criterion(params: &TrainParams, task: Task) -> Criterion {
 
 /// How a forest's tree of `root_weight` (its bootstrap rows' total weight)
 /// grows, trying `m` features per node.
-pub(crate) fn forest_settings(params: &TrainParams, task: Task, m: usize, root_weight: f64) -> GrowSettings {
+pub(crate) fn forest_settings(params: &CheckedParams, task: Task, m: usize, root_weight: f64) -> GrowSettings {
     let fp = &params.forest;
     GrowSettings {
         criterion: forest_criterion(params, task),
         constraints: SplitConstraints {
-            min_samples_leaf: fp.min_samples_leaf(task) as f64,
+            min_samples_leaf: fp.tree.min_samples_leaf(task) as f64,
             min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
-            min_samples_category: fp.min_samples_category as f64,
+            min_samples_category: fp.tree.min_samples_category as f64,
             category_charge: 0.0,
         },
-        category_penalty: fp.category_penalty,
-        max_depth: fp.max_depth,
+        category_penalty: fp.tree.category_penalty,
+        max_depth: fp.tree.max_depth,
         min_samples_split: fp.min_samples_split as f64,
         features_per_node: m,
         impurity_threshold: fp.impurity_threshold,

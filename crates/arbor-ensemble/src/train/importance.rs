@@ -5,7 +5,7 @@
 //! tree (split gains by the grower, permuted out-of-bag errors by
 //! [`super::out_of_bag`]); the forest-level importance is computed here.
 
-/// MDI (seed 000): `MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t)`, not
+/// MDI (`docs/algorithms.md`, "Variable importance"): `MDI(j) = 1/B Σ_b Σ_{t splits on j} p(t)·Δi(s_t, t)`, not
 /// normalized, from each tree's weighted impurity decrease per feature.
 pub(crate) fn mean_decrease_impurity(gains: &[Vec<f64>], n_features: usize) -> Vec<f64> {
     let mut total = vec![0.0; n_features];
@@ -15,7 +15,7 @@ pub(crate) fn mean_decrease_impurity(gains: &[Vec<f64>], n_features: usize) -> V
     total.iter().map(|v| v / gains.len() as f64).collect::<Vec<f64>>()
 }
 
-/// Mean decrease of accuracy per feature (seed 000): the mean over trees of
+/// Mean decrease of accuracy per feature (`docs/algorithms.md`, "Variable importance"): the mean over trees of
 /// the error increase `E_{b,j} − E_b`; `scaled` divides it by its standard
 /// error `σ_j / √B` (0 when every tree agrees exactly).
 pub(crate) fn mean_decrease_accuracy(per_tree: &[Vec<f64>], n_features: usize, scaled: bool) -> Vec<f64> {

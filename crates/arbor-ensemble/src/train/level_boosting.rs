@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use arbor_kernels::{
-    best_split, count_weight, occupied_bins, SplitCandidate, SplitConstraints, SplitRule, Target as KernelTarget,
+    best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
 };
 use arbor_quantize::{BinMapper, FeatureColumn, FeatureType, QuantizeParams};
 use rayon::prelude::*;
@@ -37,7 +37,9 @@ use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistogra
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
-use crate::{Algorithm, ArborError, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting};
+use crate::{
+    Algorithm, ArborError, CheckedParams, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting,
+};
 
 /// Most values of each numeric feature its bins are fitted on: those of
 /// the rows with the smallest content hashes (LightGBM samples 200,000).
@@ -336,11 +338,11 @@ impl LevelBoosting {
         }
         let reason = if bp.early_stopping_rounds > 0 {
             "early_stopping_rounds"
-        } else if bp.sample_fraction < 1.0 {
+        } else if bp.tree.sample_fraction < 1.0 {
             "sample_fraction"
-        } else if bp.max_features != MaxFeatures::All {
+        } else if bp.tree.max_features != MaxFeatures::All {
             "max_features"
-        } else if bp.exact {
+        } else if bp.tree.exact {
             "splitter exact"
         } else {
             return None;
@@ -353,7 +355,7 @@ impl LevelBoosting {
     /// loss and base score, and the first round's roots open; or why
     /// boosting must train otherwise.
     pub(crate) fn begin(
-        params: &TrainParams,
+        params: &CheckedParams,
         task: Task,
         label: LabelInfo,
         summary: LevelSummary,
@@ -383,7 +385,8 @@ impl LevelBoosting {
                 loss.base_score(&LossTarget::Values(&[mean]), &[0], RowWeights::Ones, outputs)
             }
         };
-        let features = fitted_features(summary.features, summary.categories, summary.samples, &bp.quantize_params())?;
+        let features =
+            fitted_features(summary.features, summary.categories, summary.samples, &bp.tree.quantize_params())?;
         let mut boosting = LevelBoosting {
             task,
             label,
@@ -524,7 +527,7 @@ impl LevelBoosting {
     /// Splits every open node by its merged histograms, or makes it a leaf,
     /// as the single-node grower decides; a round whose trees are finished
     /// is closed and the next one's roots opened.
-    pub fn grow(&mut self, params: &TrainParams, sums: &LevelHistograms) -> Result<()> {
+    pub fn grow(&mut self, params: &CheckedParams, sums: &LevelHistograms) -> Result<()> {
         let sums = &sums.0;
         if sums.nodes() != self.open.len() {
             return Err(ArborError::Data(format!(
@@ -606,7 +609,7 @@ impl LevelBoosting {
     }
 
     /// The finished model (see [`LevelBoosting::is_done`]).
-    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+    pub fn into_model(self, params: &CheckedParams) -> Result<Model> {
         if !self.is_done() {
             return Err(ArborError::Data(format!(
                 "level-wise training stopped after {} of {} rounds",
@@ -615,7 +618,7 @@ impl LevelBoosting {
             )));
         }
         let n_features = self.features.len();
-        let importance = (params.forest.importance != ImportanceKind::None).then(|| gain_shares(self.gain_per_feature));
+        let importance = (params.importance != ImportanceKind::None).then(|| gain_shares(self.gain_per_feature));
         Ok(Model {
             task: self.task,
             algorithm: Algorithm::GradientBoosting,
@@ -767,7 +770,7 @@ pub(crate) fn global_labels(label: &LabelInfo, data: &TrainingData) -> Result<Op
 /// Makes node `node` a leaf of `stats`' value.
 fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &GrowSettings) {
     let offset = growing.tree.values.len();
-    let gradients = KernelTarget::Gradients { grad: &[], hess: &[] };
+    let gradients = HistogramTarget::Gradients { grad: &[], hess: &[] };
     leaf_value(stats, &gradients, settings.criterion, settings.leaf_scale, &mut growing.tree.values);
     growing.tree.nodes[node] = Node::Leaf { value: offset as u32 };
     growing.cover[node] = count_weight(stats, settings.criterion).1 as f32;
@@ -790,7 +793,7 @@ mod tests {
     }
 
     /// Boosting's start from `summary`, or why it trains on one node.
-    fn begin(params: &TrainParams, summary: LevelSummary) -> std::result::Result<LevelBoosting, String> {
+    fn begin(params: &CheckedParams, summary: LevelSummary) -> std::result::Result<LevelBoosting, String> {
         match LevelState::start(params, summary).unwrap() {
             LevelStart::Grow(state) => match *state {
                 LevelState::Boosting(boosting) => Ok(boosting),
@@ -804,7 +807,7 @@ mod tests {
     /// ranges), merging the pieces' results in the order given.
     fn train_in_pieces(options: &str, label: &str, batch: &RecordBatch, cuts: &[(usize, usize)]) -> Model {
         let trainer = trainer(options, label);
-        let params = trainer.params().clone();
+        let params = trainer.params().check().unwrap();
         let pieces: Vec<TrainingData> =
             cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
         let mut summary = LevelSummary::default();
@@ -879,7 +882,7 @@ mod tests {
         // A state whose tree points outside itself is refused, not walked.
         let batch = table(500);
         let trainer = trainer("algorithm=gradient-boosting n_rounds=2", "y");
-        let params = trainer.params().clone();
+        let params = trainer.params().check().unwrap();
         let data = trainer.training_data(vec![batch]).unwrap();
         let Ok(mut state) = begin(&params, LevelSummary::of(&data)) else { panic!("grows") };
         state.grow(&params, &state.histograms(&data).unwrap()).unwrap();
@@ -909,7 +912,7 @@ mod tests {
     #[test]
     fn labels_too_large_for_exact_sums_are_refused() {
         let trainer = trainer("algorithm=gradient-boosting n_rounds=2", "y");
-        let params = trainer.params().clone();
+        let params = trainer.params().check().unwrap();
         let start = |scale: f64| {
             let data = trainer.training_data(vec![scaled(500, scale)]).unwrap();
             begin(&params, LevelSummary::of(&data))

@@ -31,8 +31,7 @@
 use std::borrow::Cow;
 
 use arbor_kernels::{
-    best_split, count_weight, occupied_bins, Criterion, SplitCandidate, SplitConstraints, SplitRule,
-    Target as KernelTarget,
+    best_split, count_weight, occupied_bins, Criterion, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
 };
 use arbor_quantize::{BinMapper, BinnedMatrix};
 use rand::SeedableRng;
@@ -56,7 +55,8 @@ use crate::train::importance::mean_decrease_impurity;
 use crate::train::level_boosting::{
     check_features, fitted_features, global_labels, global_values, mix, row_hashes, LevelSummary,
 };
-use crate::{Algorithm, ArborError, ImportanceKind, Result, Task, TrainParams};
+use crate::train::node_key::NodeKey;
+use crate::{Algorithm, ArborError, CheckedParams, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
 /// than [`IN_MEMORY_MIN_ROWS`]) is finished in memory from its rows.
@@ -122,7 +122,7 @@ pub struct LevelForest {
 
 /// The rows of one small open node, binned, as its records gave them.
 #[derive(Clone, Debug, Default, PartialEq)]
-struct NodeRows {
+struct SmallNodeRows {
     hashes: Vec<u64>,
     /// Bootstrap multiplicity.
     counts: Vec<u32>,
@@ -137,14 +137,14 @@ struct NodeRows {
 /// Bytes of a record before its bins: count (u32), hash (u64), weight and label (f64).
 const RECORD_HEAD: usize = 4 + 8 + 8 + 8;
 
-impl NodeRows {
+impl SmallNodeRows {
     fn len(&self) -> usize {
         self.hashes.len()
     }
 
     /// The rows of `records`, each [`RECORD_HEAD`] bytes then a `u16` bin
     /// per feature (of `width` features), all little-endian.
-    fn from_records(records: &[u8], width: usize) -> Result<NodeRows> {
+    fn from_records(records: &[u8], width: usize) -> Result<SmallNodeRows> {
         let size = RECORD_HEAD + 2 * width;
         if records.len() % size != 0 {
             return Err(ArborError::Data(format!(
@@ -153,7 +153,7 @@ impl NodeRows {
             )));
         }
         let n = records.len() / size;
-        let mut rows = NodeRows {
+        let mut rows = SmallNodeRows {
             hashes: Vec::with_capacity(n),
             counts: Vec::with_capacity(n),
             weights: Vec::with_capacity(n),
@@ -192,7 +192,7 @@ impl NodeRows {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeRecords {
     /// A node key per record: its tree in the high 32 bits, its index there in the low.
-    pub keys: Vec<u64>,
+    pub keys: Vec<NodeKey>,
     /// The records, one after another.
     pub records: Vec<u8>,
     /// Bytes of one record.
@@ -252,9 +252,9 @@ impl LevelForest {
         }
         let reason = if fp.oob || fp.oob_per_observation {
             "out-of-bag results"
-        } else if matches!(fp.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
+        } else if matches!(params.importance, ImportanceKind::MdaRaw | ImportanceKind::MdaScaled) {
             "MDA importance"
-        } else if fp.exact {
+        } else if fp.tree.exact {
             "split_method exact"
         } else if fp.random_splitter {
             "splitter random"
@@ -270,7 +270,7 @@ impl LevelForest {
     /// by [`crate::LevelState::start`]: rows, options and classes): bins and
     /// every tree's root open; or why the forest must train otherwise.
     pub(crate) fn begin(
-        params: &TrainParams,
+        params: &CheckedParams,
         task: Task,
         label: LabelInfo,
         summary: LevelSummary,
@@ -285,11 +285,12 @@ impl LevelForest {
                 label.name, summary.largest, summary.rows
             )));
         }
-        let features = fitted_features(summary.features, summary.categories, summary.samples, &fp.quantize_params())?;
+        let features =
+            fitted_features(summary.features, summary.categories, summary.samples, &fp.tree.quantize_params())?;
         fp.features_per_node(features.len(), task)?;
         let rows = summary.rows as f64;
         let in_memory_rows = (rows * IN_MEMORY_SHARE).max(IN_MEMORY_MIN_ROWS);
-        let drawn = rows * fp.sample_fraction;
+        let drawn = rows * fp.tree.sample_fraction;
         let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows };
         let tree = ForestTree {
             tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
@@ -302,9 +303,9 @@ impl LevelForest {
             task,
             label,
             n_classes,
-            seed: fp.seed,
+            seed: fp.tree.seed,
             bootstrap: fp.bootstrap,
-            sample_fraction: fp.sample_fraction,
+            sample_fraction: fp.tree.sample_fraction,
             in_memory_rows,
             training_rows: summary.rows,
             skipped_null_labels: summary.skipped_null_labels,
@@ -502,7 +503,7 @@ impl LevelForest {
     /// Splits every large open node by its merged histograms, or makes it
     /// a leaf, as the single-node grower decides. Small open nodes stay
     /// open, for [`LevelForest::finishing`].
-    pub fn grow(&mut self, params: &TrainParams, sums: LevelForestSums) -> Result<()> {
+    pub fn grow(&mut self, params: &CheckedParams, sums: LevelForestSums) -> Result<()> {
         let (slots, large) = self.slots();
         if sums.histograms.nodes() != large {
             return Err(ArborError::Data(format!("sums of {} nodes for a level of {large}", sums.histograms.nodes())));
@@ -529,7 +530,7 @@ impl LevelForest {
     }
 
     /// What growing a tree's nodes reads of the forest and the options.
-    fn level<'a>(&'a self, params: &'a TrainParams) -> Result<TreeLevel<'a>> {
+    fn level<'a>(&'a self, params: &'a CheckedParams) -> Result<TreeLevel<'a>> {
         Ok(TreeLevel {
             features: &self.features,
             task: self.task,
@@ -545,7 +546,7 @@ impl LevelForest {
     /// index): none while a large node is open; otherwise, in order of
     /// tree and opening, as many as hold about `FINISH_SHARE` (2) times the
     /// table's rows, and at least one.
-    pub fn finishing(&self) -> Vec<u64> {
+    pub fn finishing(&self) -> Vec<NodeKey> {
         if self.trees.iter().any(|t| t.open.iter().any(|o| !o.in_memory)) {
             return Vec::new();
         }
@@ -562,7 +563,7 @@ impl LevelForest {
                 if !keys.is_empty() && held + rows > budget {
                     return keys;
                 }
-                keys.push(node_key(t, open.node));
+                keys.push(NodeKey::new(t, open.node));
                 held += rows;
             }
         }
@@ -582,7 +583,7 @@ impl LevelForest {
         // Per tree, per node index: whether the batch finishes it.
         let mut finishes: Vec<Vec<bool>> = self.trees.iter().map(|_| Vec::new()).collect();
         for &key in &keys {
-            let (t, node) = ((key >> 32) as usize, key as u32 as usize);
+            let (t, node) = (key.tree(), key.node() as usize);
             let of = &mut finishes[t];
             of.resize(self.trees[t].tree.nodes.len(), false);
             of[node] = true;
@@ -599,7 +600,7 @@ impl LevelForest {
                     binned = true;
                 }
                 let weight = data.weights.as_ref().map_or(1.0, |w| w[r]);
-                out.keys.push(node_key(t, node as u32));
+                out.keys.push(NodeKey::new(t, node as u32));
                 out.records.extend(count.to_le_bytes());
                 out.records.extend(hashes[r].to_le_bytes());
                 out.records.extend(weight.to_bits().to_le_bytes());
@@ -614,9 +615,9 @@ impl LevelForest {
     /// names) from every piece's records of it, whatever their order, with
     /// the single-node grower: the subtree's bytes, for
     /// [`LevelForest::graft_nodes`]. Records that do not fit are refused.
-    pub fn grow_node(&self, params: &TrainParams, key: u64, records: &[u8]) -> Result<Vec<u8>> {
+    pub fn grow_node(&self, params: &CheckedParams, key: NodeKey, records: &[u8]) -> Result<Vec<u8>> {
         let open = self.open_small(key)?;
-        let rows = NodeRows::from_records(records, self.features.len())?;
+        let rows = SmallNodeRows::from_records(records, self.features.len())?;
         let label_fits = |y: f64| match self.task {
             Task::Classification => y.fract() == 0.0 && y >= 0.0 && (y as usize) < self.n_classes,
             Task::Regression => y.is_finite(),
@@ -625,13 +626,9 @@ impl LevelForest {
             && rows.weights.iter().all(|w| w.is_finite())
             && rows.labels.iter().all(|&y| label_fits(y));
         if !fits {
-            return Err(ArborError::Data(format!(
-                "the records of node {} of tree {} do not fit the forest's label and weights",
-                key as u32,
-                key >> 32
-            )));
+            return Err(ArborError::Data(format!("the records of {key} do not fit the forest's label and weights")));
         }
-        let t = (key >> 32) as usize;
+        let t = key.tree();
         let grown = self.level(params)?.grow_small(t, &self.trees[t], open, rows);
         Ok(postcard::to_stdvec(&grown).expect("a subtree always serializes"))
     }
@@ -640,32 +637,32 @@ impl LevelForest {
     /// names, in place of those nodes: `grown` holds a key and its
     /// [`LevelForest::grow_node`] bytes, in any order; a node no piece sent
     /// a record (a tree whose bootstrap drew no row) becomes a leaf of nothing.
-    pub fn graft_nodes(&mut self, params: &TrainParams, mut grown: Vec<(u64, Vec<u8>)>) -> Result<()> {
+    pub fn graft_nodes(&mut self, params: &CheckedParams, mut grown: Vec<(NodeKey, Vec<u8>)>) -> Result<()> {
         let mut keys = self.finishing();
         keys.sort_unstable();
         grown.sort_by_key(|(key, _)| *key);
         if let Some(pair) = grown.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-            return Err(ArborError::Data(format!("node key {} was grown twice", pair[0].0)));
+            return Err(ArborError::Data(format!("{} was grown twice", pair[0].0)));
         }
         if let Some((key, _)) = grown.iter().find(|(key, _)| keys.binary_search(key).is_err()) {
-            return Err(ArborError::Data(format!("node key {key} is not a node this job finishes")));
+            return Err(ArborError::Data(format!("{key} is not a node this job finishes")));
         }
         let mut subtrees = Vec::with_capacity(keys.len());
         for &key in &keys {
             let subtree = match grown.binary_search_by_key(&key, |(k, _)| *k) {
                 Ok(at) => postcard::from_bytes::<GrownNode>(&grown[at].1)
-                    .map_err(|e| ArborError::Data(format!("the subtree of node key {key} is corrupt: {e}")))?,
+                    .map_err(|e| ArborError::Data(format!("the subtree of {key} is corrupt: {e}")))?,
                 Err(_) => {
-                    let t = (key >> 32) as usize;
+                    let t = key.tree();
                     let open = self.open_small(key)?;
-                    self.level(params)?.grow_small(t, &self.trees[t], open, NodeRows::default())
+                    self.level(params)?.grow_small(t, &self.trees[t], open, SmallNodeRows::default())
                 }
             };
             subtrees.push((key, subtree));
         }
         let before = self.trees.clone();
         for (key, subtree) in subtrees {
-            let (t, node) = ((key >> 32) as usize, key as u32);
+            let (t, node) = (key.tree(), key.node());
             let tree = &mut self.trees[t];
             tree.open.retain(|o| o.node != node);
             if node == 0 {
@@ -673,7 +670,7 @@ impl LevelForest {
             }
             if subtree.gains.len() != tree.gains.len() {
                 self.trees = before;
-                return Err(ArborError::Data(format!("the subtree of node key {key} has gains of other features")));
+                return Err(ArborError::Data(format!("the subtree of {key} has gains of other features")));
             }
             tree.gains.iter_mut().zip(&subtree.gains).for_each(|(g, add)| *g += add);
             graft(tree, node as usize, subtree.tree, subtree.cover);
@@ -686,17 +683,17 @@ impl LevelForest {
     }
 
     /// The small open node of key `key`, or an error naming the key.
-    fn open_small(&self, key: u64) -> Result<OpenNode> {
-        let (t, node) = ((key >> 32) as usize, key as u32);
+    fn open_small(&self, key: NodeKey) -> Result<OpenNode> {
+        let (t, node) = (key.tree(), key.node());
         self.trees
             .get(t)
             .and_then(|tree| tree.open.iter().find(|o| o.node == node && o.in_memory))
             .copied()
-            .ok_or_else(|| ArborError::Data(format!("node key {key} is not a small open node of the forest")))
+            .ok_or_else(|| ArborError::Data(format!("{key} is not a small open node of the forest")))
     }
 
     /// The finished model (see [`LevelForest::is_done`]).
-    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+    pub fn into_model(self, params: &CheckedParams) -> Result<Model> {
         if !self.is_done() {
             return Err(ArborError::Data(format!(
                 "level-wise training stopped with {} of {} trees grown",
@@ -709,14 +706,14 @@ impl LevelForest {
         let mut covers = Vec::with_capacity(self.trees.len());
         let mut gains = Vec::with_capacity(self.trees.len());
         for tree in self.trees {
-            // Seed 000 weighs each decrease by p(t) = |D_t| / |D|: gains are W_t·Δi.
+            // MDI weighs each decrease by p(t) = |D_t| / |D| (`docs/algorithms.md`,
+            // "Variable importance"): gains are W_t·Δi.
             let root = tree.root_weight.filter(|&w| w > 0.0).unwrap_or(1.0);
             gains.push(tree.gains.iter().map(|g| g / root).collect::<Vec<f64>>());
             trees.push(tree.tree);
             covers.push(tree.cover);
         }
-        let importance =
-            (params.forest.importance == ImportanceKind::Mdi).then(|| mean_decrease_impurity(&gains, n_features));
+        let importance = (params.importance == ImportanceKind::Mdi).then(|| mean_decrease_impurity(&gains, n_features));
         Ok(Model {
             task: self.task,
             algorithm: Algorithm::RandomForest,
@@ -773,11 +770,6 @@ struct PieceRows {
 /// Per tree, per node index: the histogram slot of a large open node, `None` for the others.
 type Slots = Vec<Vec<Option<u32>>>;
 
-/// The key of node `node` of tree `tree`, as the records that reach it carry it.
-fn node_key(tree: usize, node: u32) -> u64 {
-    ((tree as u64) << 32) | u64::from(node)
-}
-
 /// What growing one tree's level reads, shared by every tree.
 struct TreeLevel<'a> {
     features: &'a [Feature],
@@ -785,22 +777,22 @@ struct TreeLevel<'a> {
     n_classes: usize,
     seed: u64,
     in_memory_rows: f64,
-    params: &'a TrainParams,
+    params: &'a CheckedParams,
     m: usize,
 }
 
 impl TreeLevel<'_> {
     /// A target of no rows: what the leaf and impurity rules read of the task.
-    fn shape(&self) -> KernelTarget<'static> {
+    fn shape(&self) -> HistogramTarget<'static> {
         match self.task {
-            Task::Classification => KernelTarget::Classes { labels: &[], n_classes: self.n_classes },
-            Task::Regression => KernelTarget::Values { y: &[] },
+            Task::Classification => HistogramTarget::Classes { labels: &[], n_classes: self.n_classes },
+            Task::Regression => HistogramTarget::Values { y: &[] },
         }
     }
 
     /// The random stream of node `node` of tree `tree`.
     fn node_rng(&self, tree: usize, node: u32) -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(mix(self.seed) ^ mix(node_key(tree, node)))
+        ChaCha8Rng::seed_from_u64(mix(self.seed) ^ mix(NodeKey::new(tree, node).bits()))
     }
 
     /// Splits large node `open` by its histograms, or makes it a leaf.
@@ -924,7 +916,7 @@ impl TreeLevel<'_> {
 
     /// Grows small node `open`'s whole subtree (of tree `t`) from its rows
     /// with the single-node grower, over the rows in the order of their content.
-    fn grow_small(&self, t: usize, tree: &ForestTree, open: OpenNode, rows: NodeRows) -> GrownNode {
+    fn grow_small(&self, t: usize, tree: &ForestTree, open: OpenNode, rows: SmallNodeRows) -> GrownNode {
         let criterion = forest_criterion(self.params, self.task);
         let n_features = self.features.len();
         if rows.len() == 0 {
@@ -952,8 +944,8 @@ impl TreeLevel<'_> {
             Task::Regression => Vec::new(),
         };
         let target = match self.task {
-            Task::Classification => KernelTarget::Classes { labels: &classes, n_classes: self.n_classes },
-            Task::Regression => KernelTarget::Values { y: &labels },
+            Task::Classification => HistogramTarget::Classes { labels: &classes, n_classes: self.n_classes },
+            Task::Regression => HistogramTarget::Values { y: &labels },
         };
         let root_weight = (open.node == 0).then(|| weights.iter().sum());
         let mut settings = self.settings(root_weight.or(tree.root_weight));
@@ -1022,7 +1014,7 @@ mod tests {
         cuts: &[(usize, usize)],
     ) -> (Model, usize, usize) {
         let trainer = trainer(options, label);
-        let params = trainer.params().clone();
+        let params = trainer.params().check().unwrap();
         let pieces: Vec<TrainingData> =
             cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
         let mut summary = LevelSummary::default();
@@ -1059,8 +1051,8 @@ mod tests {
 
     /// The subtrees of the nodes `forest` finishes next, grown from the
     /// pieces' records grouped by node (as a GROUP BY groups them).
-    fn finish(forest: &LevelForest, params: &TrainParams, pieces: &[TrainingData]) -> Vec<(u64, Vec<u8>)> {
-        let mut by_key = std::collections::BTreeMap::<u64, Vec<u8>>::new();
+    fn finish(forest: &LevelForest, params: &CheckedParams, pieces: &[TrainingData]) -> Vec<(NodeKey, Vec<u8>)> {
+        let mut by_key = std::collections::BTreeMap::<NodeKey, Vec<u8>>::new();
         for piece in pieces {
             let records = forest.node_records(piece).unwrap();
             for (i, &key) in records.keys.iter().enumerate() {
@@ -1150,7 +1142,7 @@ mod tests {
         assert!(LevelForest::unsupported(&TrainParams::default()).is_none());
         let batch = table(2_000, 0);
         let trainer = trainer("n_trees=3", "y");
-        let params = trainer.params().clone();
+        let params = trainer.params().check().unwrap();
         let data = trainer.training_data(vec![batch]).unwrap();
         let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("grows")
@@ -1200,14 +1192,14 @@ mod tests {
         no_draws[..4].copy_from_slice(&0u32.to_le_bytes());
         let error = forest.grow_node(&params, key, &no_draws).unwrap_err().to_string();
         assert!(error.contains("do not fit"), "{error}");
-        let error = forest.grow_node(&params, u64::MAX, &mine).unwrap_err().to_string();
+        let error = forest.grow_node(&params, NodeKey::from_bits(u64::MAX), &mine).unwrap_err().to_string();
         assert!(error.contains("not a small open node"), "{error}");
         let grown = forest.grow_node(&params, key, &mine).unwrap();
         let before = small.to_bytes();
         for bad in [
             vec![(key, grown.clone()), (key, grown.clone())],
             vec![(key, grown[..grown.len() / 2].to_vec())],
-            vec![(u64::MAX, grown.clone())],
+            vec![(NodeKey::from_bits(u64::MAX), grown.clone())],
         ] {
             let LevelState::Forest(forest) = &mut *small else { panic!("a forest") };
             assert!(forest.graft_nodes(&params, bad).is_err());

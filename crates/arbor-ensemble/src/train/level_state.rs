@@ -11,7 +11,8 @@ use crate::data::label::Classes;
 use crate::model::Model;
 use crate::train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary};
 use crate::train::level_forest::{LevelForest, LevelForestSums};
-use crate::{Algorithm, ArborError, Result, Task, TrainParams};
+use crate::train::node_key::NodeKey;
+use crate::{Algorithm, ArborError, CheckedParams, Result, Task, TrainParams};
 
 /// How training goes on after the summary: level by level, or on one
 /// node because the rows or options need what levels cannot give.
@@ -63,15 +64,16 @@ impl LevelState {
         }
     }
 
-    /// The start of training from every piece's merged summary.
-    pub fn start(params: &TrainParams, mut summary: LevelSummary) -> Result<LevelStart> {
+    /// The start of training from every piece's merged summary, with
+    /// parameters checked for the summary's task ([`CheckedParams::for_task`]).
+    pub fn start(params: &CheckedParams, mut summary: LevelSummary) -> Result<LevelStart> {
         if let Some(reason) = Self::unsupported(params) {
             return Ok(LevelStart::OneNode(reason));
         }
         let (Some(task), Some(label)) = (summary.task, summary.label.take()) else {
             return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
         };
-        params.validate(task)?;
+        let params = &params.for_task(task)?;
         if task == Task::Classification && label.classes.as_ref().map_or(0, Classes::len) < 2 {
             return Ok(LevelStart::OneNode("the label holds a single class".into()));
         }
@@ -118,7 +120,7 @@ impl LevelState {
     /// The small nodes the next job finishes from their rows (a forest's,
     /// once no large node is open; see [`LevelForest::finishing`]): none
     /// when the next job sums a level.
-    pub fn finishing(&self) -> Vec<u64> {
+    pub fn finishing(&self) -> Vec<NodeKey> {
         match self {
             LevelState::Boosting(_) => Vec::new(),
             LevelState::Forest(f) => f.finishing(),
@@ -135,7 +137,7 @@ impl LevelState {
     }
 
     /// Grafts the subtrees a finishing job grew ([`LevelForest::graft_nodes`]).
-    pub fn graft_nodes(&mut self, params: &TrainParams, grown: Vec<(u64, Vec<u8>)>) -> Result<()> {
+    pub fn graft_nodes(&mut self, params: &CheckedParams, grown: Vec<(NodeKey, Vec<u8>)>) -> Result<()> {
         match self {
             LevelState::Boosting(_) => Err(ArborError::Data("boosting has no small nodes to finish".into())),
             LevelState::Forest(f) => f.graft_nodes(params, grown),
@@ -143,7 +145,7 @@ impl LevelState {
     }
 
     /// Grows the level from every piece's merged sums.
-    pub fn grow(&mut self, params: &TrainParams, sums: LevelSums) -> Result<()> {
+    pub fn grow(&mut self, params: &CheckedParams, sums: LevelSums) -> Result<()> {
         match (self, sums) {
             (LevelState::Boosting(b), LevelSums::Boosting(sums)) => b.grow(params, &sums),
             (LevelState::Forest(f), LevelSums::Forest(sums)) => f.grow(params, sums),
@@ -152,7 +154,7 @@ impl LevelState {
     }
 
     /// The finished model (see [`LevelState::is_done`]).
-    pub fn into_model(self, params: &TrainParams) -> Result<Model> {
+    pub fn into_model(self, params: &CheckedParams) -> Result<Model> {
         match self {
             LevelState::Boosting(b) => b.into_model(params),
             LevelState::Forest(f) => f.into_model(params),

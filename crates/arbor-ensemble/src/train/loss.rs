@@ -1,4 +1,4 @@
-//! Boosting losses (seed 004): gradients and hessians per row, the base
+//! Boosting losses (`docs/algorithms.md`, "Gradient boosting"): gradients and hessians per row, the base
 //! score, the link from raw scores to predictions, and the loss value that
 //! progress and early stopping report.
 

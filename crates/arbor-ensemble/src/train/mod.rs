@@ -15,6 +15,7 @@ pub(crate) mod level_state;
 #[cfg(test)]
 pub(crate) mod level_test_rows;
 pub(crate) mod loss;
+pub(crate) mod node_key;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
 
@@ -23,7 +24,8 @@ use std::path::Path;
 
 use crate::data::dataset::TrainingData;
 use crate::model::Model;
-use crate::params::types::{Algorithm, TrainParams};
+use crate::params::checked::CheckedParams;
+use crate::params::types::Algorithm;
 use crate::train::boosting::train_boosting;
 use crate::train::forest::train_forest;
 use crate::train::out_of_bag::OutOfBag;
@@ -42,7 +44,7 @@ pub struct Trained {
 
 /// Trains the model `params` ask for; `on_progress` hears of each tree or
 /// round. Data handed over (`Cow::Owned`) is freed as training goes; the
-/// model is the same either way. The parameters were checked by the caller.
+/// model is the same either way. The parameters were checked for the data's task.
 ///
 /// Training runs on a thread of rayon's pool: its many short parallel
 /// steps then start on the pool directly, instead of each handing its work
@@ -50,7 +52,7 @@ pub struct Trained {
 /// spent more time in those hand-overs than in its histograms).
 pub(crate) fn fit(
     data: Cow<'_, TrainingData>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<Trained> {
@@ -59,7 +61,7 @@ pub(crate) fn fit(
 
 fn fit_here(
     data: Cow<'_, TrainingData>,
-    params: &TrainParams,
+    params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<Trained> {

@@ -1,5 +1,5 @@
-//! Out-of-bag evaluation of a random forest (seed 000 "Out-of-bag Error")
-//! and the permutation importance built on it (seed 000 "Mean Decrease Accuracy").
+//! Out-of-bag evaluation of a random forest (`docs/algorithms.md`, "Out-of-bag error")
+//! and the permutation importance built on it (MDA: `docs/algorithms.md`, "Variable importance").
 //!
 //! Each tree is scored on the rows its bootstrap left out while the forest
 //! trains (in parallel, each with its own random stream); the forest-level
@@ -30,7 +30,7 @@ pub struct OutOfBag {
     pub per_observation: Option<Vec<OobObservation>>,
 }
 
-/// One training row's out-of-bag prediction and error (seed 000 `OOB(x_i)`).
+/// One training row's out-of-bag prediction and error (`docs/algorithms.md`, "Out-of-bag error").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OobObservation {
     /// The row's label: class index (classification) or value (regression).
@@ -214,7 +214,7 @@ impl OobFold {
         }
     }
 
-    /// Mean decrease of accuracy per feature (seed 000) over the trees folded.
+    /// Mean decrease of accuracy per feature (`docs/algorithms.md`, "Variable importance") over the trees folded.
     pub(crate) fn mean_decrease_accuracy(&self, n_features: usize, scaled: bool) -> Vec<f64> {
         importance::mean_decrease_accuracy(&self.increases, n_features, scaled)
     }

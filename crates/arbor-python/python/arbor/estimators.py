@@ -1,6 +1,6 @@
 """scikit-learn estimators over arbor's forests and boosted ensembles.
 
-Parameters are arbor's option names (``DESIGN.md``, ``arbor train --set``,
+Parameters are arbor's option names (``docs/parameters.md``, ``arbor train --set``,
 SQL's options), written out as keyword arguments so that ``get_params``,
 ``set_params`` and ``clone`` see them; the defaults are arbor's (``None``
 where arbor's default depends on the task), and only parameters that differ
@@ -234,7 +234,7 @@ class _Regressor(RegressorMixin, _ArborEstimator):
 
 
 class _Forest(_ArborEstimator):
-    """A random forest's parameters (seeds 000-003), by arbor's names."""
+    """A random forest's parameters (docs/algorithms.md, "Random forest"), by arbor's names."""
 
     _algorithm = "random-forest"
 
@@ -289,7 +289,7 @@ class _Forest(_ArborEstimator):
 
 
 class _Boosting(_ArborEstimator):
-    """Gradient boosting's parameters (seed 004), by arbor's names (``lambda_`` is ``lambda``)."""
+    """Gradient boosting's parameters (docs/algorithms.md, "Gradient boosting"), by arbor's names (``lambda_`` is ``lambda``)."""
 
     _algorithm = "gradient-boosting"
 

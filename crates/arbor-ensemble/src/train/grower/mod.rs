@@ -1,5 +1,5 @@
-//! Growing one tree on the binned matrix, depth-first or best-first (seed 000
-//! "Tree Building Strategies", seed 004 "The algorithm for growing the tree").
+//! Growing one tree on the binned matrix, depth-first or best-first
+//! (`docs/algorithms.md`, "Tree building strategies", "Gradient boosting").
 //!
 //! Two ways to look for a node's split:
 //! - a random subset of `features_per_node` features (random forests), each
@@ -14,8 +14,8 @@
 
 use arbor_kernels::{
     build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, value_records_variance_until,
-    CompactHistogram, CountKey, Criterion, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate, SplitConstraints,
-    Stats, Target, ValueRecordSums, UNCHARGED_DEGREES,
+    CompactHistogram, CountKey, Criterion, HistogramTarget, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate,
+    SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -25,12 +25,12 @@ use rayon::prelude::*;
 
 use crate::model::tree::{Node, Tree};
 
+mod apply_split;
 mod search;
-mod split;
 mod strategy;
 
+pub(crate) use apply_split::categories_test;
 pub(crate) use search::offer;
-pub(crate) use split::categories_test;
 
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;
@@ -62,7 +62,8 @@ pub(crate) struct GrowSettings {
     pub features_per_node: usize,
     pub impurity_threshold: f64,
     /// Least gain of a split (`min_impurity_decrease` times the root's weight;
-    /// `2·gamma` for boosting, whose gains are twice seed 004's).
+    /// `2·gamma` for boosting, whose gains are twice the loss reduction:
+    /// `docs/algorithms.md`, "Gradient boosting").
     pub min_gain: f64,
     /// Boosting: leaves output `-G / (H + lambda)` times this (the learning rate).
     pub leaf_scale: f64,
@@ -77,7 +78,7 @@ pub(crate) struct GrowSettings {
 
 impl GrowSettings {
     /// Whether a node of `count` rows and `weight` at `depth` may split at
-    /// all (seed 000 "Termination Criteria": depth, node and leaf sizes).
+    /// all (`docs/algorithms.md`, "Termination criteria": depth, node and leaf sizes).
     pub(crate) fn may_split(&self, count: f64, weight: f64, depth: usize) -> bool {
         (self.max_depth == 0 || depth < self.max_depth)
             && count >= self.min_samples_split
@@ -163,7 +164,7 @@ impl Layout {
     fn build(
         &self,
         matrix: &BinnedMatrix,
-        target: &Target<'_>,
+        target: &HistogramTarget<'_>,
         rows: &[u32],
         weights: &[f64],
         counts: &[f64],
@@ -221,7 +222,7 @@ pub(crate) fn bin_of(matrix: &BinnedMatrix, row_bins: Option<&RowBins>, f: usize
 /// Writes every row's statistics for the row-wise kernel into `stats`, one
 /// per row id, in parallel; reusing `stats` between trees saves allocating
 /// and faulting in 32 bytes per row each time. Three-value targets only.
-pub(crate) fn fill_row_stats(target: &Target<'_>, weights: &[f64], counts: &[f64], stats: &mut Vec<RowStats>) {
+pub(crate) fn fill_row_stats(target: &HistogramTarget<'_>, weights: &[f64], counts: &[f64], stats: &mut Vec<RowStats>) {
     assert_eq!(target.stride(), 3, "row-wise statistics are for three-value targets");
     stats.resize(weights.len(), [0.0; 4]);
     stats.par_iter_mut().with_min_len(PARALLEL_ROWS).enumerate().for_each(|(r, s)| {
@@ -278,7 +279,7 @@ pub(crate) struct TreeWeights<'a> {
 pub(crate) fn grow_tree(
     matrix: &BinnedMatrix,
     rowwise: Option<RowWise<'_>>,
-    target: &Target<'_>,
+    target: &HistogramTarget<'_>,
     rows: Vec<u32>,
     tree_weights: TreeWeights<'_>,
     settings: &GrowSettings,
@@ -301,7 +302,7 @@ pub(crate) fn grow_tree(
     let draws = !all_features && !settings.random_splitter;
     let keyed = draws && keys_fit(target, &rows, weights, counts);
     let (labels, n_classes) = match *target {
-        Target::Classes { labels, n_classes } => (labels, n_classes),
+        HistogramTarget::Classes { labels, n_classes } => (labels, n_classes),
         _ => (&[][..], 0),
     };
     // Their rows as records in node order, when every feature's bins fit a
@@ -310,7 +311,9 @@ pub(crate) fn grow_tree(
     // row id. Otherwise the keys by row id.
     let records = match *target {
         _ if keyed => RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r)),
-        Target::Values { y } if draws && weights_held.is_none() => RowRecords::with_values(matrix, &rows, counts, y),
+        HistogramTarget::Values { y } if draws && weights_held.is_none() => {
+            RowRecords::with_values(matrix, &rows, counts, y)
+        }
         _ => None,
     };
     let (keys, mut rows, counts, weights) = match records {
@@ -385,7 +388,7 @@ pub(crate) fn node_cover(stats: &[f64], criterion: Criterion) -> f32 {
 #[derive(Clone, Copy)]
 struct Inputs<'a, 't> {
     matrix: &'a BinnedMatrix,
-    target: &'a Target<'t>,
+    target: &'a HistogramTarget<'t>,
     weights: &'a [f64],
     counts: &'a [f64],
     settings: &'a GrowSettings,
@@ -493,7 +496,7 @@ fn node_variance_until(
         (Some(records), _) => {
             value_records_variance_until(records.records(p.start..p.end), records.width(), mean, w, stop)
         }
-        (None, &Target::Values { y }) => variance_until(y, &rows[p.start..p.end], data.weights, mean, w, stop),
+        (None, &HistogramTarget::Values { y }) => variance_until(y, &rows[p.start..p.end], data.weights, mean, w, stop),
         (None, _) => unreachable!("only responses have a variance"),
     }
 }
@@ -527,10 +530,10 @@ fn cart_midpoint(a: f64, b: f64) -> f64 {
 }
 
 /// Statistics of a set of rows, in histogram-bin layout. Bins of at most
-/// four values are summed as packed rows ([`Target::row_stats`]) in
+/// four values are summed as packed rows ([`HistogramTarget::row_stats`]) in
 /// registers: a sum kept in memory waits on its own store every row. Either
 /// way the rows are added in order, so the sums are the same.
-fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Stats {
+fn node_stats(target: &HistogramTarget<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Stats {
     let stride = target.stride();
     if stride > 4 {
         let mut stats = Stats::from_elem(0.0, stride);
@@ -549,7 +552,7 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
     Stats::from_slice(&sum[..stride])
 }
 
-/// Whether the node's impurity `i(t)` (seed 000) exceeds `threshold`: Gini
+/// Whether the node's impurity `i(t)` (`docs/algorithms.md`, "Split criteria") exceeds `threshold`: Gini
 /// or entropy from class weights, the weighted variance of the response for
 /// MSE (in two passes for accuracy). Boosting has no impurity: its nodes
 /// always qualify.
@@ -562,7 +565,7 @@ fn node_stats(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]
 /// records (see [`variance_until`]).
 pub(crate) fn impure(
     stats: &[f64],
-    target: &Target<'_>,
+    target: &HistogramTarget<'_>,
     criterion: Criterion,
     variance_until: impl FnOnce(f64, f64, f64) -> f64,
     threshold: f64,
@@ -572,7 +575,7 @@ pub(crate) fn impure(
         return 0.0 > threshold;
     }
     match *target {
-        Target::Classes { n_classes, .. } => {
+        HistogramTarget::Classes { n_classes, .. } => {
             let impurity = match criterion {
                 Criterion::Entropy => {
                     -stats[..n_classes].iter().map(|c| c / w).filter(|&p| p > 0.0).map(|p| p * p.ln()).sum::<f64>()
@@ -581,8 +584,8 @@ pub(crate) fn impure(
             };
             impurity > threshold
         }
-        Target::Values { .. } => variance_until(stats[2] / w, w, threshold) > threshold,
-        Target::Gradients { .. } | Target::Packed { .. } => f64::INFINITY > threshold,
+        HistogramTarget::Values { .. } => variance_until(stats[2] / w, w, threshold) > threshold,
+        HistogramTarget::Gradients { .. } | HistogramTarget::Packed { .. } => f64::INFINITY > threshold,
     }
 }
 
@@ -599,13 +602,19 @@ fn variance_until(y: &[f64], rows: &[u32], weights: &[f64], mean: f64, w: f64, s
     arbor_kernels::variance_until(terms, mean, w, stop)
 }
 
-pub(crate) fn leaf_value(stats: &[f64], target: &Target<'_>, criterion: Criterion, scale: f64, values: &mut Vec<f64>) {
+pub(crate) fn leaf_value(
+    stats: &[f64],
+    target: &HistogramTarget<'_>,
+    criterion: Criterion,
+    scale: f64,
+    values: &mut Vec<f64>,
+) {
     let (_, w) = count_weight(stats, criterion);
     match (target, criterion) {
-        (Target::Classes { n_classes, .. }, _) => {
+        (HistogramTarget::Classes { n_classes, .. }, _) => {
             values.extend(stats[..*n_classes].iter().map(|c| if w > 0.0 { c / w } else { 0.0 }));
         }
-        (Target::Gradients { .. } | Target::Packed { .. }, Criterion::Newton { lambda }) => {
+        (HistogramTarget::Gradients { .. } | HistogramTarget::Packed { .. }, Criterion::Newton { lambda }) => {
             let h = stats[2] + lambda;
             values.push(if h > 0.0 { -stats[1] / h * scale } else { 0.0 });
         }
@@ -637,7 +646,7 @@ mod tests {
                 .collect();
             let weights: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..3u8))).collect();
             let rows: Vec<u32> = (0..n as u32).collect();
-            let target = Target::Values { y: &y };
+            let target = HistogramTarget::Values { y: &y };
             let stats = node_stats(&target, &rows, &weights, &weights);
             let (_, w) = count_weight(&stats, Criterion::Mse);
             let full = if w > 0.0 {
@@ -666,7 +675,7 @@ mod tests {
     /// fixed seed) over `rows`, each weighing its count or, given, its weight.
     fn grow_forest_tree(
         matrix: &BinnedMatrix,
-        target: &Target<'_>,
+        target: &HistogramTarget<'_>,
         rows: &[u32],
         counts: &[f64],
         weights: Option<Cow<'_, [f64]>>,
@@ -709,7 +718,7 @@ mod tests {
         let counts: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..3u8))).collect();
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
-        let target = Target::Values { y: &y };
+        let target = HistogramTarget::Values { y: &y };
         let grow = |weights| grow_forest_tree(&matrix, &target, &rows, &counts, weights, Criterion::Mse);
         let (on_records, on_rows) = (grow(None), grow(Some(Cow::Borrowed(&counts))));
         assert!(on_rows.tree.nodes.len() > 1000, "a deep tree: {}", on_rows.tree.nodes.len());
@@ -747,7 +756,7 @@ mod tests {
         let doubled: Vec<f64> = counts.iter().map(|c| 2.0 * c).collect();
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
-        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let target = HistogramTarget::Classes { labels: &labels, n_classes: 2 };
         let grow = |weights| grow_forest_tree(&matrix, &target, &rows, &counts, weights, Criterion::Gini);
         let (keyed, weighted) = (grow(None), grow(Some(Cow::Borrowed(&doubled))));
         assert!(weighted.tree.nodes.len() > 2000, "a deep tree: {}", weighted.tree.nodes.len());
@@ -779,7 +788,7 @@ mod tests {
             .collect();
         let hess = vec![1.0; n];
         let counts = vec![1.0; n];
-        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let target = HistogramTarget::Gradients { grad: &grad, hess: &hess };
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let settings = GrowSettings {
             criterion: Criterion::Newton { lambda: 1.0 },

@@ -4,8 +4,8 @@
 
 use arbor_kernels::{
     best_split, best_split_above, build_histogram, build_histogram_packed, build_value_histogram_records, child_size,
-    count_weight, occupied_bins, random_split, records_constant, Criterion, NodeRows, RandomSplit, RowRecords,
-    SplitCandidate, SplitConstraints, Target, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
+    count_weight, occupied_bins, random_split, records_constant, Criterion, HistogramTarget, NodeRows, RandomSplit,
+    RowRecords, SplitCandidate, SplitConstraints, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
 };
 
 use rand::Rng;
@@ -18,7 +18,7 @@ use super::{
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     /// Whether a node of these statistics and rows at this depth is split
-    /// (seed 000 "Termination Criteria"), or becomes a leaf.
+    /// (`docs/algorithms.md`, "Termination criteria"), or becomes a leaf.
     pub(super) fn splittable(&self, p: &Pending) -> bool {
         let criterion = self.data.settings.criterion;
         let (count, weight) = count_weight(&p.stats, criterion);
@@ -95,7 +95,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         (best, h)
     }
 
-    /// Seed 000: `m` features drawn without replacement (constant ones do not
+    /// `docs/algorithms.md`, "Tree building strategies": `m` features drawn without replacement (constant ones do not
     /// count), each with its best split or, for the random splitter, a random one.
     pub(super) fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
         let (matrix, stride, settings) = (self.data.matrix, self.data.stride, self.data.settings);
@@ -292,10 +292,10 @@ pub(crate) fn offer(
 /// `k − 1` degrees times the rows' gradient variance over their mean
 /// hessian, that is `Σ (g − ḡ)² / H` (1 for a calibrated logistic model,
 /// the residuals' variance for squared error). `hess` is the node's `H`.
-fn gradient_noise(target: &Target<'_>, rows: &[u32], hess: f64) -> f64 {
+fn gradient_noise(target: &HistogramTarget<'_>, rows: &[u32], hess: f64) -> f64 {
     let gradient = |r: u32| match *target {
-        Target::Gradients { grad, .. } => grad[r as usize],
-        Target::Packed { stats } => stats[r as usize][1],
+        HistogramTarget::Gradients { grad, .. } => grad[r as usize],
+        HistogramTarget::Packed { stats } => stats[r as usize][1],
         _ => unreachable!("Newton splits are grown on gradients"),
     };
     if rows.is_empty() || hess <= 0.0 {
@@ -332,9 +332,9 @@ fn charged_constraints(
     let (_, w) = count_weight(&p.stats, settings.criterion);
     let noise = match (settings.criterion, data.target) {
         _ if w <= 0.0 => 0.0,
-        (Criterion::Gini, &Target::Classes { n_classes, .. }) => gini_index(&p.stats, n_classes, w),
-        (Criterion::Entropy, &Target::Classes { n_classes, .. }) => (n_classes as f64 - 1.0) / 2.0,
-        (Criterion::Mse, &Target::Values { .. }) => {
+        (Criterion::Gini, &HistogramTarget::Classes { n_classes, .. }) => gini_index(&p.stats, n_classes, w),
+        (Criterion::Entropy, &HistogramTarget::Classes { n_classes, .. }) => (n_classes as f64 - 1.0) / 2.0,
+        (Criterion::Mse, &HistogramTarget::Values { .. }) => {
             node_variance_until(data, records, rows, p, (p.stats[2] / w, w, f64::INFINITY))
         }
         (Criterion::Newton { .. }, target) => gradient_noise(target, node_rows(rows, records, p), p.stats[2]),
@@ -358,7 +358,7 @@ mod tests {
         let y = |r: u32| f64::from(u8::from(f64::from(r.wrapping_mul(2_654_435_761) >> 8) / 16_777_216.0 < p(r)));
         let grad: Vec<f64> = (0..n).map(|r| p(r) - y(r)).collect();
         let hess: Vec<f64> = (0..n).map(|r| p(r) * (1.0 - p(r))).collect();
-        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let target = HistogramTarget::Gradients { grad: &grad, hess: &hess };
         for rows in [(0..n).collect::<Vec<_>>(), (0..n).filter(|r| r % 3 == 0).take(2_000).collect()] {
             let h: f64 = rows.iter().map(|&r| hess[r as usize]).sum();
             let noise = gradient_noise(&target, &rows, h);
@@ -368,10 +368,10 @@ mod tests {
         let residual: Vec<f64> = (0..n).map(|r| 50.0 + 3.0 * (f64::from(r % 13) - 6.0) / 3.742).collect();
         let ones = vec![1.0; n as usize];
         let rows: Vec<u32> = (0..n).collect();
-        let noise = gradient_noise(&Target::Gradients { grad: &residual, hess: &ones }, &rows, f64::from(n));
+        let noise = gradient_noise(&HistogramTarget::Gradients { grad: &residual, hess: &ones }, &rows, f64::from(n));
         assert!((noise - 9.0).abs() < 0.3, "squared-error noise {noise}");
         let packed: Vec<arbor_kernels::RowStats> = residual.iter().map(|&g| [1.0, g, 1.0, 0.0]).collect();
-        assert_eq!(noise, gradient_noise(&Target::Packed { stats: &packed }, &rows, f64::from(n)));
+        assert_eq!(noise, gradient_noise(&HistogramTarget::Packed { stats: &packed }, &rows, f64::from(n)));
         assert_eq!(gradient_noise(&target, &[], 0.0), 0.0, "an empty node has no noise");
     }
 }

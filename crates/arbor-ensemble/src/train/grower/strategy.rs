@@ -7,7 +7,7 @@ use super::{Buffers, Evaluated, Grower, Growing, Pending};
 use crate::model::tree::Node;
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
-    /// Seed 000 "Depth-first Strategy": split each node as it is reached, left
+    /// Depth-first (`docs/algorithms.md`, "Tree building strategies"): split each node as it is reached, left
     /// subtree first. Subtrees grown apart in parallel are numbered as if grown
     /// in this order, so the tree does not depend on the threads.
     pub(super) fn depth_first(&mut self, root: Pending) {
@@ -93,7 +93,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.gains.extend(sub.tree.gains);
     }
 
-    /// Seed 000 "Best-first Strategy": always split the waiting node whose
+    /// Best-first (`docs/algorithms.md`, "Tree building strategies"): always split the waiting node whose
     /// split improves impurity most (`Δi·|D_t|`), until `max_leaves` leaves.
     pub(super) fn best_first(&mut self, root: Pending, max_leaves: usize) {
         // Waiting nodes drop their histograms: thousands of them could each

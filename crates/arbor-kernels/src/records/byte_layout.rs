@@ -4,16 +4,13 @@
 //! feature's bin and a row's class or response for each costs a cache miss
 //! apiece. Here each row is one record, its bin of every feature then a
 //! tail: its [`CountKey`] (classes) or its count and response (values, see
-//! [`crate::value_records`]). The records move with their rows when a node
+//! [`crate::histogram::value`]). The records move with their rows when a node
 //! splits: a node's records are contiguous, so its histograms and its
 //! partition read memory in order.
 
 use arbor_quantize::{BinColumn, BinnedMatrix};
-use pulp::{Simd, WithSimd};
 
-use crate::partition::threshold_test;
-use crate::value_records::VALUE_TAIL;
-use crate::{CountKey, SplitRule};
+use crate::records::count_key::CountKey;
 
 /// Widest record: features of at most 60 bins' bytes, then the key.
 pub const MAX_RECORD_WIDTH: usize = 64;
@@ -114,98 +111,32 @@ pub(crate) fn record_key<const W: usize>(record: &[u8; W]) -> CountKey {
     u32::from_le_bytes([record[W - 4], record[W - 3], record[W - 2], record[W - 1]])
 }
 
-/// Reorders `records` (of `width` bytes, see [`RowRecords`]) so the rows
-/// `rule` sends left by their bin of feature `f` come first; returns how
-/// many went left. In place, with no scratch: the order within each side
-/// is a fixed permutation, not the input's, which nothing reading records
-/// depends on (their histograms sum whole counts).
-pub fn partition_records(records: &mut [u8], width: usize, f: usize, rule: &SplitRule) -> usize {
-    assert!(f + 4 < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
-    crate::dispatch::run(PartitionRecordsKernel { records, width, f, rule })
-}
+/// Bytes of a value record's tail: the count (`u32`) then the response (`f64`).
+pub const VALUE_TAIL: usize = 12;
 
-struct PartitionRecordsKernel<'a> {
-    records: &'a mut [u8],
-    width: usize,
-    f: usize,
-    rule: &'a SplitRule,
-}
-
-impl WithSimd for PartitionRecordsKernel<'_> {
-    type Output = usize;
-
-    #[inline(always)]
-    fn with_simd<S: Simd>(self, _simd: S) -> usize {
-        match self.width {
-            8 => self.by_rule::<8>(),
-            16 => self.by_rule::<16>(),
-            32 => self.by_rule::<32>(),
-            _ => self.by_rule::<64>(),
-        }
-    }
-}
-
-impl PartitionRecordsKernel<'_> {
-    #[inline(always)]
-    fn by_rule<const W: usize>(self) -> usize {
-        let PartitionRecordsKernel { records, f, rule, .. } = self;
-        let records = bytemuck::cast_slice_mut::<u8, [u8; W]>(records);
-        match rule {
-            SplitRule::Threshold { bin, missing_left } => {
-                let goes_left = threshold_test(*bin, *missing_left);
-                partition_in_place(records, |record| goes_left(usize::from(record[f])))
-            }
-            SplitRule::Categories { goes_left } => {
-                partition_in_place(records, |record| goes_left[usize::from(record[f])])
-            }
-        }
-    }
-}
-
-/// Moves the items `goes_left` picks to the front, in place; returns how
-/// many there are. Branch-free: each item trades places with the first
-/// item of the right side (itself while there is none) and only a left
-/// one extends the left side, so `items[..n_left]` go left and
-/// `items[n_left..=i]` go right after step `i`.
+/// A value record's count and response.
 #[inline(always)]
-fn partition_in_place<T: Copy>(items: &mut [T], goes_left: impl Fn(&T) -> bool) -> usize {
-    let mut n_left = 0;
-    for i in 0..items.len() {
-        let item = items[i];
-        let left = usize::from(goes_left(&item));
-        // `n_left <= i`: the `min` says so to the compiler, which then checks no bounds.
-        let first_right = n_left.min(i);
-        items[i] = items[first_right];
-        items[first_right] = item;
-        n_left += left;
-    }
-    n_left
+pub(crate) fn record_value<const W: usize>(record: &[u8; W]) -> (f64, f64) {
+    let count = u32::from_le_bytes(record[W - 12..W - 8].try_into().expect("four bytes"));
+    let y = f64::from_le_bytes(record[W - 8..].try_into().expect("eight bytes"));
+    (f64::from(count), y)
 }
 
-/// Whether every one of `records` (of `width` bytes) holds the same bin of
-/// feature `f`: a feature constant in a node cannot split it, and finding
-/// that out costs a read per record, where a histogram costs a build, a
-/// listing and a count. Stops at the first record that differs.
-pub fn records_constant(records: &[u8], width: usize, f: usize) -> bool {
-    assert!(f < width && records.len() % width == 0, "feature {f} lies in records of {width} bytes");
-    let mut bins = records.chunks_exact(width).map(|record| record[f]);
-    match bins.next() {
-        Some(first) => bins.all(|b| b == first),
-        None => true,
-    }
-}
-
-/// The largest and smallest nonzero bin of feature `f` among `records`:
-/// where a split's left child ends and its right child starts.
-pub fn record_bin_range(records: &[u8], width: usize, f: usize) -> (u8, Option<u8>) {
-    let bins = records.chunks_exact(width).map(|record| record[f]);
-    (bins.clone().max().unwrap_or(0), bins.filter(|&b| b > 0).min())
+/// Checks that feature `f` and the tail fit records of `width` bytes.
+pub(crate) fn check_value_records(records: &[u8], width: usize, f: usize) {
+    assert!(
+        matches!(width, 16 | 32 | 64) && f + VALUE_TAIL < width && records.len() % width == 0,
+        "feature {f} lies in value records of {width} bytes"
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{count_key, count_keys, partition_rows, Target};
+    use crate::{
+        count_key, count_keys, partition_records, partition_rows, record_bin_range, records_constant, HistogramTarget,
+        SplitRule,
+    };
     use arbor_quantize::{FeatureColumn, QuantizeParams};
 
     /// Records partition as the rows do, and keep each row's bins and key.
@@ -218,7 +149,7 @@ mod tests {
         let matrix = BinnedMatrix::fit(&columns, &QuantizeParams::default());
         let labels: Vec<u32> = (0..n as u32).map(|r| r % 3).collect();
         let counts: Vec<f64> = (0..n).map(|r| (r % 4) as f64).collect();
-        let target = Target::Classes { labels: &labels, n_classes: 3 };
+        let target = HistogramTarget::Classes { labels: &labels, n_classes: 3 };
         let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
         let keys = count_keys(&target, &rows, &counts, &counts).unwrap();
         let mut records = RowRecords::new(&matrix, &rows, &keys).unwrap();

@@ -1,4 +1,4 @@
-//! Batched tree traversal over ranks: the compact form of [`traversal`](crate::traversal).
+//! Batched tree traversal over ranks: the compact form of [`flat`](crate::traverse::flat).
 //!
 //! A model tests each numeric feature against a fixed, sorted set of
 //! distinct thresholds `t_0 < t_1 < …`. A value's *rank* is how many of them
@@ -16,63 +16,11 @@
 //! cache lines and the column stays in L1, where rows of 50 features (100
 //! bytes each) put every row's rank in a line of its own.
 
-/// One node of a tree over ranks (8 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub struct RankNode {
-    /// A split's left child (the right child follows it); a leaf's value offset.
-    pub next: u32,
-    /// A threshold split's rank `k` (ranks up to `k` go left); a category
-    /// split's first word in the tree's set words.
-    pub key: u16,
-    /// The feature index and the [`RankNode::LEAF`], [`RankNode::DEFAULT_LEFT`]
-    /// and [`RankNode::CATEGORIES`] flags.
-    pub word: u16,
-}
+#[cfg(target_arch = "x86_64")]
+use crate::traverse::gather;
+use crate::traverse::nodes::{RankNode, RankedTree, LEVEL_BY_LEVEL_MAX_DEPTH};
 
 impl RankNode {
-    /// The node is a leaf.
-    pub const LEAF: u16 = 1 << 15;
-    /// Missing values go left.
-    pub const DEFAULT_LEFT: u16 = 1 << 14;
-    /// The test is "bit `code` of the set at `key` is on".
-    pub const CATEGORIES: u16 = 1 << 13;
-    /// The bits of `word` that hold the feature index.
-    pub const FEATURE_MASK: u16 = Self::CATEGORIES - 1;
-    /// Features a tree over ranks can test.
-    pub const MAX_FEATURES: usize = Self::FEATURE_MASK as usize + 1;
-    /// The rank of a missing value (NaN).
-    pub const MISSING: u16 = u16::MAX;
-    /// The largest rank or category code of a present value, so a threshold
-    /// split's `k` is below it and a feature has at most this many thresholds.
-    pub const MAX_RANK: u16 = u16::MAX - 1;
-
-    /// A split sending ranks up to `rank` to `left`, the rest to `left + 1`.
-    pub fn split(feature: u16, rank: u16, default_left: bool, left: u32) -> RankNode {
-        debug_assert!(usize::from(feature) < Self::MAX_FEATURES && rank < Self::MAX_RANK);
-        RankNode { next: left, key: rank, word: feature | Self::flag(default_left) }
-    }
-
-    /// A split sending category `code` left when bit `code` of the set whose
-    /// words start at `offset` is on.
-    pub fn categories(feature: u16, offset: u16, default_left: bool, left: u32) -> RankNode {
-        debug_assert!(usize::from(feature) < Self::MAX_FEATURES);
-        RankNode { next: left, key: offset, word: feature | Self::CATEGORIES | Self::flag(default_left) }
-    }
-
-    /// A leaf whose output starts at `value` in the caller's values.
-    pub fn leaf(value: u32) -> RankNode {
-        RankNode { next: value, key: 0, word: Self::LEAF }
-    }
-
-    fn flag(default_left: bool) -> u16 {
-        if default_left {
-            Self::DEFAULT_LEFT
-        } else {
-            0
-        }
-    }
-
     /// The node a row whose feature has rank (or code) `x` moves to.
     #[inline(always)]
     fn step<const MISSING: bool, const CATEGORIES: bool>(self, x: u16, sets: &[u64]) -> u32 {
@@ -99,41 +47,6 @@ impl RankNode {
     }
 }
 
-/// A tree over ranks as the walk reads it.
-#[derive(Clone, Copy, Debug)]
-pub struct RankedTree<'a> {
-    /// The nodes; node 0 is the root.
-    pub nodes: &'a [RankNode],
-    /// The longest root-to-leaf path.
-    pub depth: usize,
-    /// The words of the category splits' sets: none, or a power of two of
-    /// them (padded with zeros), so a mask keeps every read in bounds.
-    pub sets: &'a [u64],
-}
-
-/// Whether a gathered walk can take a block of `n_rows` rows: something to
-/// walk, every index it forms fits a 32-bit lane (nodes, ranks and set
-/// words, with room for a scale of two), one rank per row and feature, and
-/// set words in a power of two when `categories` (so a mask bounds them).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn gathers_fit(
-    tree: RankedTree<'_>,
-    ranks: &[u16],
-    n_rows: usize,
-    n_features: usize,
-    categories: bool,
-) -> bool {
-    let fits = |len: usize| len <= i32::MAX as usize / 2;
-    let RankedTree { nodes, sets, .. } = tree;
-    n_features > 0
-        && !nodes.is_empty()
-        && fits(nodes.len())
-        && fits(ranks.len())
-        && fits(sets.len())
-        && ranks.len() >= n_rows * n_features
-        && (!categories || sets.len().is_power_of_two())
-}
-
 /// The leaf value offset reached by each row of a block: `ranks` holds
 /// `n_features` columns of ranks or codes ([`RankNode::MISSING`] for a
 /// missing value), feature by feature, each one rank per row: feature `f`'s
@@ -141,11 +54,11 @@ pub(crate) fn gathers_fit(
 /// row. `missing`: some rank may be [`RankNode::MISSING`] (false allows a
 /// leaner walk).
 ///
-/// At the `avx512` level every tree takes the gathered walk of
-/// `gather_walk.rs` (on flights, 0.65 of the scalar walk's
+/// At the `avx512` SIMD level every tree takes the gathered walk of
+/// `gather/avx512.rs` (on flights, 0.65 of the scalar walk's
 /// time for the fully grown forest, 0.70 for depth-6 boosting); at `avx2`,
-/// trees up to [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH)
-/// deep take the gathered level-by-level walk of `gather_levels.rs`; the rest
+/// trees up to [`LEVEL_BY_LEVEL_MAX_DEPTH`]
+/// deep take the gathered level-by-level walk of `gather/avx2.rs`; the rest
 /// walk in scalar lanes or, up to that depth, level by level.
 pub fn ranked_leaves_block(tree: RankedTree<'_>, ranks: &[u16], n_features: usize, missing: bool, values: &mut [u32]) {
     walk_block(tree, ranks, n_features, missing, values, PREFETCH_ABOVE_BYTES);
@@ -212,7 +125,7 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
     let step = |node: RankNode, x: u16| node.step::<MISSING, CATEGORIES>(x, sets);
     let rank =
         |row: usize, node: RankNode| ranks[usize::from(node.word & RankNode::FEATURE_MASK) * n_rows + first + row];
-    if depth <= crate::LEVEL_BY_LEVEL_MAX_DEPTH {
+    if depth <= LEVEL_BY_LEVEL_MAX_DEPTH {
         // Every row advances one level per pass; a row on a leaf stays there.
         values.fill(0);
         for level in 0..depth {
@@ -274,7 +187,7 @@ fn walk<const MISSING: bool, const CATEGORIES: bool>(
 
 /// Walks the first rows of a block with a gathered walk when this thread
 /// runs at `avx512` (any tree) or `avx2` (trees up to
-/// [`LEVEL_BY_LEVEL_MAX_DEPTH`](crate::LEVEL_BY_LEVEL_MAX_DEPTH) deep);
+/// [`LEVEL_BY_LEVEL_MAX_DEPTH`] deep);
 /// returns how many (none otherwise).
 #[inline(always)]
 fn gathered<const MISSING: bool, const CATEGORIES: bool>(
@@ -287,12 +200,12 @@ fn gathered<const MISSING: bool, const CATEGORIES: bool>(
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = crate::dispatch::avx512() {
         let prefetch = std::mem::size_of_val(tree.nodes) > prefetch_above;
-        return crate::gather_walk::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values, prefetch);
+        return gather::avx512::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values, prefetch);
     }
     #[cfg(target_arch = "x86_64")]
-    if tree.depth <= crate::LEVEL_BY_LEVEL_MAX_DEPTH {
+    if tree.depth <= LEVEL_BY_LEVEL_MAX_DEPTH {
         if let Some(simd) = crate::dispatch::avx2() {
-            return crate::gather_levels::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values);
+            return gather::avx2::walk_rows::<MISSING, CATEGORIES>(simd, tree, ranks, n_features, values);
         }
     }
     let _ = (tree, ranks, n_features, values, prefetch_above);
@@ -312,8 +225,8 @@ const EARLY_EXIT_DEPTH: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traversal::{leaves_block, FlatNode, TreeNodes};
-    use crate::LEVEL_BY_LEVEL_MAX_DEPTH;
+    use crate::traverse::flat::leaves_block;
+    use crate::traverse::nodes::{FlatNode, TreeNodes};
     use proptest::prelude::*;
 
     /// A random tree as both node kinds: feature `f`'s thresholds are
@@ -445,12 +358,12 @@ mod tests {
                 leaves_block(TreeNodes { nodes: &p.flat, depth, sets }, rows, 4, missing, none, &mut leaves);
                 let expected: Vec<u32> = leaves.iter().map(|&l| p.flat[l as usize].value()).collect();
                 let tree = RankedTree { nodes: &p.ranked, depth, sets: &p.ranked_sets };
-                for level in crate::dispatch::Level::available() {
+                for simd_level in crate::dispatch::SimdLevel::available() {
                     for prefetch_above in [0, usize::MAX] {
                         let mut values = vec![0u32; n_rows];
                         let walk = || walk_block(tree, &ranks, 4, missing, &mut values, prefetch_above);
-                        crate::dispatch::with_level(level, walk).unwrap();
-                        prop_assert_eq!(&values, &expected, "missing {}, {}, prefetch above {}", missing, level, prefetch_above);
+                        crate::dispatch::with_simd_level(simd_level, walk).unwrap();
+                        prop_assert_eq!(&values, &expected, "missing {}, {}, prefetch above {}", missing, simd_level, prefetch_above);
                     }
                 }
             }

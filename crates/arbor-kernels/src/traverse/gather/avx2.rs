@@ -1,6 +1,6 @@
 //! The level-by-level walk over ranks in AVX2 lanes, for shallow trees at
-//! the `avx2` level, where the gathered walk of
-//! [`gather_walk`](crate::gather_walk) (built on AVX-512's compresses and
+//! the `avx2` SIMD level, where the gathered walk of
+//! [`avx512`](crate::traverse::gather::avx512) (built on AVX-512's compresses and
 //! mask registers) does not run.
 //!
 //! Eight consecutive rows share a vector. Every step fetches each lane's
@@ -18,7 +18,7 @@
 //! vectors step side by side so that their gathers' waits overlap. A tree
 //! `depth` deep takes at most `depth` steps (fewer once every lane sits on a
 //! leaf), and a last gather reads the leaves' value offsets. The scalar walk
-//! of [`ranked_traversal`](crate::ranked_traversal) reaches the same leaves.
+//! of [`ranked`](crate::traverse::ranked) reaches the same leaves.
 //!
 //! Every address a gather forms is in bounds by construction, whatever the
 //! nodes hold, as in the AVX-512 walk: node indices are clamped to the last
@@ -29,7 +29,8 @@
 
 use pulp::x86::V3;
 
-use crate::ranked_traversal::{gathers_fit, RankNode, RankedTree};
+use crate::traverse::gather::gathers_fit;
+use crate::traverse::nodes::{RankNode, RankedTree};
 
 /// Vectors of eight rows that step side by side: independent gathers in
 /// flight to hide their latency.

@@ -12,21 +12,21 @@ use arbor_quantize::BinColumn;
 use pulp::{Simd, WithSimd};
 
 use crate::dispatch::{prefetch, row_ahead};
-use crate::histogram::CompactHistogram;
-use crate::row_records::{as_records, record_key};
-use crate::Target;
-
-/// A row's class (low 8 bits) and multiplicity (high 24 bits) in one word.
-pub type CountKey = u32;
-
-/// Most classes a [`CountKey`] holds.
-pub const MAX_COUNT_CLASSES: usize = 256;
+use crate::histogram::compact::{max_bin, CompactHistogram};
+use crate::histogram::target::HistogramTarget;
+use crate::records::byte_layout::{as_records, record_key};
+use crate::records::count_key::{count_key, CountKey, MAX_COUNT_CLASSES};
 
 /// Each row's [`CountKey`], indexed by row id (zero for rows not in `rows`),
 /// when [`keys_fit`] says integer histograms equal the weighted ones.
 /// `None` otherwise.
-pub fn count_keys(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> Option<Vec<CountKey>> {
-    let Target::Classes { labels, .. } = *target else { return None };
+pub fn count_keys(
+    target: &HistogramTarget<'_>,
+    rows: &[u32],
+    weights: &[f64],
+    counts: &[f64],
+) -> Option<Vec<CountKey>> {
+    let HistogramTarget::Classes { labels, .. } = *target else { return None };
     keys_fit(target, rows, weights, counts).then(|| {
         let mut keys = vec![0; weights.len()];
         for &r in rows {
@@ -40,8 +40,8 @@ pub fn count_keys(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[
 /// at most [`MAX_COUNT_CLASSES`] of them, every row weighing exactly its
 /// count, counts whole, from 1 to 2^24 − 1 (a row of count 0 would occupy a
 /// bin without a trace in the sums), and their sum within `u32`.
-pub fn keys_fit(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> bool {
-    let Target::Classes { labels, n_classes } = *target else { return false };
+pub fn keys_fit(target: &HistogramTarget<'_>, rows: &[u32], weights: &[f64], counts: &[f64]) -> bool {
+    let HistogramTarget::Classes { labels, n_classes } = *target else { return false };
     if n_classes > MAX_COUNT_CLASSES {
         return false;
     }
@@ -56,13 +56,6 @@ pub fn keys_fit(target: &Target<'_>, rows: &[u32], weights: &[f64], counts: &[f6
         total += count as u64;
     }
     total <= u64::from(u32::MAX)
-}
-
-/// Row `r`'s key: its count, then its class in the low byte (for rows
-/// [`keys_fit`] accepted).
-#[inline]
-pub fn count_key(labels: &[u32], counts: &[f64], r: usize) -> CountKey {
-    (counts[r] as u32) << 8 | labels[r]
 }
 
 /// One bin's values from its class sums: each class's weight, then the count
@@ -276,7 +269,7 @@ impl CompactHistogram {
         assert!((1..=MAX_COUNT_CLASSES).contains(&n_classes), "a class histogram");
         let mut sums = std::mem::take(&mut self.sums);
         if rows.len() * 2 < n_bins {
-            self.reset_flags(crate::histogram::max_bin(column, rows));
+            self.reset_flags(max_bin(column, rows));
             if sums.len() < n_bins * n_classes {
                 sums.resize(n_bins * n_classes, 0);
             }
@@ -347,14 +340,6 @@ impl CompactHistogram {
             sums[b * n_classes + (key & 0xff) as usize] += key >> 8;
         }
         listed
-    }
-
-    /// Makes room to list `n` bins without a bound check or a push; what the
-    /// list held is left as it was (the listing overwrites it).
-    pub(crate) fn list_room(&mut self, n: usize) {
-        if self.touched.len() < n {
-            self.touched.resize(n, 0);
-        }
     }
 
     /// Ends a build whose rows listed their first `listed` bins: each listed
@@ -443,7 +428,7 @@ mod tests {
     #[test]
     fn keys_need_unit_sample_weights_and_whole_counts() {
         let labels = [0, 1, 1];
-        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let target = HistogramTarget::Classes { labels: &labels, n_classes: 2 };
         let counts = [2.0, 0.0, 1.0];
         let keys = count_keys(&target, &[0, 2], &counts, &counts).unwrap();
         assert_eq!(keys, vec![2 << 8, 0, 1 << 8 | 1]);
@@ -452,6 +437,6 @@ mod tests {
         // A sample weight, a fractional count, or values: the weighted kernels.
         assert!(count_keys(&target, &[0, 2], &[2.0, 0.0, 1.5], &counts).is_none());
         assert!(count_keys(&target, &[0], &[0.5; 3], &[0.5; 3]).is_none());
-        assert!(count_keys(&Target::Values { y: &[1.0; 3] }, &[0], &counts, &counts).is_none());
+        assert!(count_keys(&HistogramTarget::Values { y: &[1.0; 3] }, &[0], &counts, &counts).is_none());
     }
 }

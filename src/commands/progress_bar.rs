@@ -1,7 +1,5 @@
 //! Progress bars on a terminal; nothing when output is not one.
 
-use std::sync::Mutex;
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A bar counting `total` steps of `what` (hidden unless stderr is a terminal).
@@ -26,8 +24,9 @@ pub fn counter(what: &str) -> ProgressBar {
 
 /// A bar of boosting rounds while a cluster trains level by level, one
 /// bar per model (hidden unless stderr is a terminal).
+#[cfg(feature = "cluster")]
 pub fn level_rounds() -> arbor_datafusion::LevelProgress {
-    let shown: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    let shown: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
     arbor_datafusion::LevelProgress::new(move |step| {
         let mut shown = shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // A model's first job: a bar left by a model whose training failed is dropped.

@@ -3,14 +3,14 @@
 //! the rank is at most `k`).
 //!
 //! Every value is a branch-free binary search. At the `avx512` and `avx2`
-//! levels, 32 values search at once (four vectors of eight, or eight of
+//! SIMD levels, 32 values search at once (four vectors of eight, or eight of
 //! four; each step one gather of the thresholds they probe), since a lone
 //! search is a chain of dependent loads, and one that the compiler turns
 //! into branches mispredicts half its steps (on Zen 3, the scalar search
 //! took half of a boosted model's scoring). The rank is unique, so every
-//! level gives the same one.
+//! SIMD level gives the same one.
 
-use crate::RankNode;
+use crate::traverse::nodes::RankNode;
 
 /// How many of `thresholds` (sorted, distinct) are below `x` (not NaN).
 #[inline]
@@ -202,7 +202,7 @@ impl pulp::WithSimd for Avx2Lanes<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::{self, Level};
+    use crate::dispatch::{self, SimdLevel};
     use proptest::prelude::*;
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
     }
 
     proptest! {
-        /// Every level ranks every value as a plain count of the thresholds
+        /// Every SIMD level ranks every value as a plain count of the thresholds
         /// below it, NaN as missing, at any length.
         #[test]
         fn ranks_count_the_thresholds_below_at_every_level(
@@ -237,10 +237,10 @@ mod tests {
                 .iter()
                 .map(|&x| if x.is_nan() { RankNode::MISSING } else { thresholds.iter().filter(|&&t| t < x).count() as u16 })
                 .collect();
-            for level in Level::available() {
+            for simd_level in SimdLevel::available() {
                 let mut ranks = vec![7u16; values.len()];
-                let missing = dispatch::with_level(level, || threshold_ranks(&thresholds, &values, &mut ranks)).unwrap();
-                prop_assert_eq!(&ranks, &expected, "{}", level);
+                let missing = dispatch::with_simd_level(simd_level, || threshold_ranks(&thresholds, &values, &mut ranks)).unwrap();
+                prop_assert_eq!(&ranks, &expected, "{}", simd_level);
                 prop_assert_eq!(missing, values.iter().any(|x| x.is_nan()));
             }
         }

@@ -9,6 +9,7 @@ use arbor_quantize::{BinColumn, BinnedMatrix};
 use pulp::{Simd, WithSimd};
 
 use crate::dispatch::{prefetch, row_ahead};
+use crate::histogram::target::RowStats;
 
 /// The binned matrix row-major, one byte per cell (every feature must have
 /// at most 256 bins), with where each feature's bins start in a histogram of
@@ -64,11 +65,6 @@ impl RowBins {
         self.bins.len() + self.offsets.len() * 4
     }
 }
-
-/// A row's statistics for [`build_row_histograms`]: count and two sums, as
-/// [`crate::Target::Values`] and [`crate::Target::Gradients`] lay out a bin,
-/// then a zero, so one bin's update is a single four-lane add.
-pub type RowStats = [f64; 4];
 
 /// Nodes with at least this many rows accumulate into four-lane bins (one
 /// vector add per cell), copied out at the end; smaller nodes add straight
@@ -176,7 +172,7 @@ mod tests {
     use arbor_quantize::{FeatureColumn, QuantizeParams};
 
     use super::*;
-    use crate::{build_histogram, Target};
+    use crate::{build_histogram, HistogramTarget};
 
     #[test]
     fn row_histograms_equal_column_histograms() {
@@ -202,7 +198,7 @@ mod tests {
         let total = bins.offsets()[2] as usize * 3;
         let mut rowwise = vec![0.0; total];
         build_row_histograms(&bins, &rows, &stats, 0..2, &mut rowwise);
-        let target = Target::Gradients { grad: &grad, hess: &hess };
+        let target = HistogramTarget::Gradients { grad: &grad, hess: &hess };
         for f in 0..2 {
             let range = bins.offsets()[f] as usize * 3..bins.offsets()[f + 1] as usize * 3;
             let mut column = vec![0.0; range.len()];

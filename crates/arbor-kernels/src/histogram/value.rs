@@ -4,25 +4,14 @@
 //! gathering a row's statistics by row id.
 //!
 //! A record adds `[count, count, count · y]` to its bin: the statistics of
-//! [`crate::Target::Values`] for a row whose weight is its count (no sample
+//! [`crate::HistogramTarget::Values`] for a row whose weight is its count (no sample
 //! weights), equal to them to the bit.
 
 use pulp::{Simd, WithSimd};
 
-use crate::histogram::CompactHistogram;
-use crate::row_records::as_records;
-use crate::RowStats;
-
-/// Bytes of a value record's tail: the count (`u32`) then the response (`f64`).
-pub const VALUE_TAIL: usize = 12;
-
-/// A value record's count and response.
-#[inline(always)]
-fn record_value<const W: usize>(record: &[u8; W]) -> (f64, f64) {
-    let count = u32::from_le_bytes(record[W - 12..W - 8].try_into().expect("four bytes"));
-    let y = f64::from_le_bytes(record[W - 8..].try_into().expect("eight bytes"));
-    (f64::from(count), y)
-}
+use crate::histogram::compact::CompactHistogram;
+use crate::histogram::target::RowStats;
+use crate::records::byte_layout::{as_records, check_value_records, record_value};
 
 /// A value record's statistics as a bin sums them: count, weight, weighted response.
 #[inline(always)]
@@ -31,17 +20,9 @@ fn record_stats<const W: usize>(record: &[u8; W]) -> RowStats {
     [count, count, count * y, 0.0]
 }
 
-/// Checks that feature `f` and the tail fit records of `width` bytes.
-fn check(records: &[u8], width: usize, f: usize) {
-    assert!(
-        matches!(width, 16 | 32 | 64) && f + VALUE_TAIL < width && records.len() % width == 0,
-        "feature {f} lies in value records of {width} bytes"
-    );
-}
-
 /// Feature `f`'s histogram of a node's value records (`width` bytes each),
 /// three values per bin as [`crate::build_histogram`] lays out
-/// [`crate::Target::Values`]; `hist` is written whole. `wide` is scratch.
+/// [`crate::HistogramTarget::Values`]; `hist` is written whole. `wide` is scratch.
 pub fn build_value_histogram_records(
     records: &[u8],
     width: usize,
@@ -49,7 +30,7 @@ pub fn build_value_histogram_records(
     wide: &mut Vec<RowStats>,
     hist: &mut [f64],
 ) {
-    check(records, width, f);
+    check_value_records(records, width, f);
     assert_eq!(hist.len() % 3, 0, "three values per bin");
     wide.clear();
     wide.resize(hist.len() / 3, [0.0; 4]);
@@ -89,7 +70,7 @@ impl ValueRecordSums {
     pub fn fill(&mut self, records: &[u8], width: usize, features: &[usize], n_bins: &[usize]) {
         assert_eq!(features.len(), n_bins.len(), "one bin count per feature");
         for &f in features {
-            check(records, width, f);
+            check_value_records(records, width, f);
         }
         self.spans.clear();
         let mut end = 0;
@@ -172,7 +153,7 @@ impl CompactHistogram {
     /// [`CompactHistogram::build_packed`] from a node's value records: only
     /// the bins the records occupy are listed (for nodes of few rows).
     pub fn build_values_records(&mut self, records: &[u8], width: usize, f: usize) {
-        check(records, width, f);
+        check_value_records(records, width, f);
         match width {
             16 => self.occupy_values::<16>(records, f),
             32 => self.occupy_values::<32>(records, f),
@@ -210,38 +191,12 @@ impl CompactHistogram {
     }
 }
 
-/// The weighted variance of the responses of a node's value records
-/// (weight sum `w > 0`, mean `mean`), summed in record order, or a partial
-/// figure past `stop` (see [`variance_until`]).
-pub fn value_records_variance_until(records: &[u8], width: usize, mean: f64, w: f64, stop: f64) -> f64 {
-    check(records, width, 0);
-    match width {
-        16 => variance_until(as_records::<16>(records).iter().map(record_value), mean, w, stop),
-        32 => variance_until(as_records::<32>(records).iter().map(record_value), mean, w, stop),
-        _ => variance_until(as_records::<64>(records).iter().map(record_value), mean, w, stop),
-    }
-}
-
-/// The weighted variance of `(weight, y)` terms (weight sum `w > 0`, mean
-/// `mean`), summed in their order; or, as soon as the partial sum exceeds
-/// `stop`, that partial figure (its terms are never negative, so the full
-/// one exceeds `stop` too). `f64::INFINITY` gives the full variance.
-#[inline(always)]
-pub fn variance_until(terms: impl Iterator<Item = (f64, f64)>, mean: f64, w: f64, stop: f64) -> f64 {
-    let mut sum = 0.0;
-    for (weight, y) in terms {
-        sum += weight * (y - mean).powi(2);
-        if sum / w > stop {
-            return sum / w;
-        }
-    }
-    sum / w
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{build_histogram, partition_records, RowRecords, SplitRule, Target};
+    use crate::{
+        build_histogram, partition_records, value_records_variance_until, HistogramTarget, RowRecords, SplitRule,
+    };
     use arbor_quantize::{BinnedMatrix, FeatureColumn, QuantizeParams};
 
     /// Value records give the row-wise histograms, compact histograms and
@@ -266,7 +221,7 @@ mod tests {
             let rows: Vec<u32> = (0..n as u32).filter(|&r| counts[r as usize] > 0.0).collect();
             let mut records = RowRecords::with_values(&matrix, &rows, &counts, &y).unwrap();
             assert_eq!(records.width(), width);
-            let target = Target::Values { y: &y };
+            let target = HistogramTarget::Values { y: &y };
             let f = n_features - 1;
             let n_bins = matrix.mapper(f).n_bins();
             let expected = |rows: &[u32]| {

@@ -1,10 +1,13 @@
-//! The random splitter of extra trees (seed 000 "Split strategy", seed 003
-//! "Extra Trees"): one random threshold per feature instead of the best one.
+//! The random splitter of extra trees (docs/algorithms.md, "Random splitter"):
+//! one random threshold per feature instead of the best one.
 
 use arbor_quantize::{BinColumn, BinMapper};
 
-use crate::histogram::Target;
-use crate::split::{add, child_size, Criterion, Scan, SplitCandidate, SplitConstraints, SplitRule};
+use crate::histogram::target::HistogramTarget;
+use crate::split::candidate::{SplitCandidate, SplitConstraints};
+use crate::split::criterion::{child_size, Criterion};
+use crate::split::rule::SplitRule;
+use crate::split::scan::{add, Scan};
 
 /// What the random splitter found on one feature of a node.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +29,7 @@ pub struct NodeRows<'a> {
     /// Multiplicity per row id.
     pub counts: &'a [f64],
     /// What is predicted.
-    pub target: &'a Target<'a>,
+    pub target: &'a HistogramTarget<'a>,
 }
 
 /// Draws one random split of a feature over a node's rows and scores it.
@@ -166,7 +169,7 @@ mod tests {
         let mapper = BinMapper::Numeric { edges: (1..9).map(|v| v as f64 + 0.5).collect() };
         let column = BinColumn::U8(vec![3, 4, 5, 6, 7]);
         let labels = [0, 0, 1, 1, 1];
-        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let target = HistogramTarget::Classes { labels: &labels, n_classes: 2 };
         let ones = [1.0; 5];
         let node = NodeRows { rows: &[0, 1, 2, 3, 4], weights: &ones, counts: &ones, target: &target };
         for (u, bin) in [(0.0, 3), (0.34, 4), (0.99, 5)] {
@@ -184,7 +187,7 @@ mod tests {
         let mapper = BinMapper::Numeric { edges: vec![1.5] };
         let column = BinColumn::U8(vec![2, 2, 2]);
         let y = [1.0, 2.0, 3.0];
-        let target = Target::Values { y: &y };
+        let target = HistogramTarget::Values { y: &y };
         let ones = [1.0; 3];
         let node = NodeRows { rows: &[0, 1, 2], weights: &ones, counts: &ones, target: &target };
         let split = random_split(&column, &mapper, node, Criterion::Mse, &SplitConstraints::default(), &mut || 0.5);
@@ -196,7 +199,7 @@ mod tests {
         let mapper = BinMapper::Numeric { edges: vec![1.5] };
         let column = BinColumn::U8(vec![0, 0, 1, 1, 2, 2]);
         let y = [10.0, 10.0, 0.0, 0.0, 10.0, 10.0];
-        let target = Target::Values { y: &y };
+        let target = HistogramTarget::Values { y: &y };
         let ones = [1.0; 6];
         let node = NodeRows { rows: &[0, 1, 2, 3, 4, 5], weights: &ones, counts: &ones, target: &target };
         let split = random_split(&column, &mapper, node, Criterion::Mse, &SplitConstraints::default(), &mut || 0.5);
@@ -210,7 +213,7 @@ mod tests {
         let mapper = BinMapper::categorical(vec!["a".into(), "b".into(), "c".into(), "d".into()]);
         let column = BinColumn::U8(vec![1, 2, 3, 1, 2, 3]);
         let labels = [0, 1, 0, 0, 1, 0];
-        let target = Target::Classes { labels: &labels, n_classes: 2 };
+        let target = HistogramTarget::Classes { labels: &labels, n_classes: 2 };
         let ones = [1.0; 6];
         let node = NodeRows { rows: &[0, 1, 2, 3, 4, 5], weights: &ones, counts: &ones, target: &target };
         // every coin says "left": one category is flipped right

@@ -18,7 +18,7 @@
 //! the freed lanes), so the vectors stay full until the rows run out. A
 //! gather waits several nanoseconds, so [`GROUPS`] independent vectors walk
 //! side by side and the CPU overlaps their waits. The scalar lane walk in
-//! [`ranked_traversal`](crate::ranked_traversal) reaches the same leaves.
+//! [`ranked`](crate::traverse::ranked) reaches the same leaves.
 //!
 //! Any depth takes this walk: shallow trees are mostly split node by node.
 //! On Zen 5, one thread, scoring the flights test rows takes 0.65 of the
@@ -35,7 +35,8 @@
 
 use pulp::x86::V4;
 
-use crate::ranked_traversal::{gathers_fit, RankNode, RankedTree};
+use crate::traverse::gather::gathers_fit;
+use crate::traverse::nodes::{RankNode, RankedTree};
 
 /// Vectors of 16 rows that walk side by side: enough independent gathers
 /// in flight to hide their latency (on Zen 5, 1 is 1.7 times slower than 2,

@@ -3,7 +3,8 @@
 use arbor_quantize::BinColumn;
 use pulp::{Simd, WithSimd};
 
-use crate::SplitRule;
+use crate::histogram::row::RowBins;
+use crate::split::rule::{threshold_test, SplitRule};
 
 /// Reorders `rows` so rows that `rule` sends left (by their bin in
 /// `column`) come first, both sides keeping their order; returns how many
@@ -19,19 +20,13 @@ pub fn partition_rows(rows: &mut [u32], column: &BinColumn, rule: &SplitRule, sc
 
 /// [`partition_rows`] reading each row's bin of feature `f` from row-major
 /// bins: the same order and count as over that feature's column.
-pub fn partition_row_bins(
-    rows: &mut [u32],
-    bins: &crate::RowBins,
-    f: usize,
-    rule: &SplitRule,
-    scratch: &mut [u32],
-) -> usize {
+pub fn partition_row_bins(rows: &mut [u32], bins: &RowBins, f: usize, rule: &SplitRule, scratch: &mut [u32]) -> usize {
     assert!(f < bins.n_features(), "feature {f} of {}", bins.n_features());
     partition_by_bin(rows, |r| usize::from(bins.get(r, f)), rule, scratch)
 }
 
 /// The partition of rows by `rule` on each row's bin as `bin_of(row)`
-/// reads it, whatever holds the bins, dispatched to the CPU's level.
+/// reads it, whatever holds the bins, dispatched to the CPU's SIMD level.
 fn partition_by_bin(rows: &mut [u32], bin_of: impl Fn(usize) -> usize, rule: &SplitRule, scratch: &mut [u32]) -> usize {
     assert!(scratch.len() >= rows.len(), "partition: scratch of {} for {} rows", scratch.len(), rows.len());
     crate::dispatch::run(PartitionKernel { rows, bin_of, rule, scratch })
@@ -58,15 +53,6 @@ impl<F: Fn(usize) -> usize> WithSimd for PartitionKernel<'_, F> {
             SplitRule::Categories { goes_left } => partition_by(rows, |&r| goes_left[bin_of(r as usize)], scratch),
         }
     }
-}
-
-/// Whether bin `b` goes left of a threshold after bin `last`: the missing
-/// bin 0 where missing values go, value bins `1..=last` left. Without a
-/// branch: `b - 1` wraps for bin 0, past every `last`.
-#[inline(always)]
-pub(crate) fn threshold_test(last: u16, missing_left: bool) -> impl Fn(usize) -> bool {
-    let last = usize::from(last);
-    move |b| (b.wrapping_sub(1) < last) | ((b == 0) & missing_left)
 }
 
 /// Stably reorders `items` so those `goes_left` picks come first; returns
@@ -144,7 +130,7 @@ mod tests {
                 .map(|v| FeatureColumn::Numeric(v[..n].iter().map(|&x| if x < 0 { f64::NAN } else { f64::from(x) }).collect::<Vec<_>>().into()))
                 .collect();
             let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 16, min_bin_size: 1 });
-            let bins = crate::RowBins::new(&matrix).expect("at most 256 bins");
+            let bins = RowBins::new(&matrix).expect("at most 256 bins");
             let rows: Vec<u32> = picks.iter().map(|&p| u32::from(p) % n as u32).collect();
             for f in 0..3 {
                 let n_bins = matrix.mapper(f).n_bins();

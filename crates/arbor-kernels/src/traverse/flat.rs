@@ -14,81 +14,9 @@
 //! [`crate::ranked_leaves_block`] walks the same trees in a compact form
 //! (8-byte nodes over ranks), which prediction prefers when a model allows it.
 
-/// One node of a flattened tree.
-#[derive(Clone, Copy, Debug, PartialEq)]
-#[repr(C)]
-pub struct FlatNode {
-    /// A split's `x <= threshold` test. A leaf holds a NaN, which no value
-    /// exceeds (rows stay on it), with the leaf's value offset as payload.
-    pub threshold: f64,
-    /// The feature index, and the [`FlatNode::LEAF`], [`FlatNode::DEFAULT_LEFT`]
-    /// and [`FlatNode::SPECIAL`] flags.
-    pub word: u32,
-    /// A split's left child (the right child follows it); a leaf's own index.
-    pub next: u32,
-}
+use crate::traverse::nodes::{FlatNode, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH};
 
 impl FlatNode {
-    /// The node is a leaf.
-    pub const LEAF: u32 = 1 << 31;
-    /// Missing values (NaN) go left.
-    pub const DEFAULT_LEFT: u32 = 1 << 30;
-    /// The test is not `x <= threshold`: the caller's `special` decides, and
-    /// `threshold` holds the test's index (as an exact integer).
-    pub const SPECIAL: u32 = 1 << 29;
-    /// The test is "the value's integer part is in a set of categories":
-    /// `threshold`'s bits hold where the set's words start in the caller's
-    /// category words (low 32 bits) and how many there are (high 32 bits).
-    pub const CATEGORIES: u32 = 1 << 28;
-    /// The bits of `word` that hold the feature index.
-    pub const FEATURE_MASK: u32 = Self::CATEGORIES - 1;
-
-    /// A split on `feature` with `x <= threshold` going to `left`, the rest to `left + 1`.
-    pub fn split(feature: u32, threshold: f64, default_left: bool, left: u32) -> FlatNode {
-        let flag = if default_left { Self::DEFAULT_LEFT } else { 0 };
-        FlatNode { threshold, word: feature | flag, next: left }
-    }
-
-    /// A split whose test the caller evaluates (`special(test, x)` true sends `x` left).
-    pub fn special(feature: u32, test: u32, default_left: bool, left: u32) -> FlatNode {
-        let flag = if default_left { Self::DEFAULT_LEFT } else { 0 };
-        FlatNode { threshold: f64::from(test), word: feature | flag | Self::SPECIAL, next: left }
-    }
-
-    /// A split sending `x` left when bit `x` (the value's integer part) of
-    /// the set is on: the set is `words` words from `offset` in the caller's
-    /// category words. Values below 0 or past the set go right.
-    pub fn categories(feature: u32, offset: u32, words: u32, default_left: bool, left: u32) -> FlatNode {
-        let flag = if default_left { Self::DEFAULT_LEFT } else { 0 };
-        let threshold = f64::from_bits(u64::from(offset) | u64::from(words) << 32);
-        FlatNode { threshold, word: feature | flag | Self::CATEGORIES, next: left }
-    }
-
-    /// A leaf at `index` whose output starts at `value` in the caller's
-    /// values: every row stays on it, NaN included.
-    pub fn leaf(index: u32, value: u32) -> FlatNode {
-        let threshold = f64::from_bits(Self::LEAF_NAN | u64::from(value));
-        FlatNode { threshold, word: Self::LEAF | Self::DEFAULT_LEFT, next: index }
-    }
-
-    /// Where a [`FlatNode::CATEGORIES`] split's set starts in the category
-    /// words, and how many words it has.
-    pub fn category_words(self) -> (usize, usize) {
-        let packed = self.threshold.to_bits();
-        (packed as u32 as usize, (packed >> 32) as usize)
-    }
-
-    /// A leaf's value offset (read from beside the node the walk ended on,
-    /// so no second table is touched).
-    #[inline(always)]
-    pub fn value(self) -> u32 {
-        debug_assert!(self.word & Self::LEAF != 0, "only leaves hold values");
-        self.threshold.to_bits() as u32
-    }
-
-    /// A quiet NaN, its low 32 bits free for a leaf's value offset.
-    const LEAF_NAN: u64 = 0x7FF8_0000_0000_0000;
-
     /// The node a row with value `x` moves to (itself for a leaf). `MISSING`:
     /// `x` may be NaN; `CATEGORIES`: the node may test a category set (its
     /// words in `sets`); `SPECIAL`: the node may be a special split. The set
@@ -132,32 +60,9 @@ impl FlatNode {
     }
 }
 
-/// Deepest tree traversed level by level; deeper trees walk in lanes. On
-/// the flights models, scalar lanes beat level by level past this depth
-/// (forest trees about 40 deep) and lose to it on boosting's depth-6 trees.
-/// (At the `avx512` level the walk over ranks gathers at every depth.)
-pub const LEVEL_BY_LEVEL_MAX_DEPTH: usize = 16;
-/// Rows that go through a tree together: enough that the walk in lanes
-/// rarely runs with lanes idle at a block's end, and that the gathered walk
-/// splits many levels node by node (on the flights forest, 256 made the
-/// scalar walk 6% slower; 8,192 takes the gathered walk from 0.213 s at
-/// 2,048 to 0.200 s, 16,384 only to 0.196 s).
-pub const TRAVERSAL_BLOCK: usize = 8192;
 /// Past this depth, the level-by-level walk stops as soon as every row of the
 /// block sits on a leaf (checked every few levels).
 const EARLY_EXIT_DEPTH: usize = 8;
-
-/// A flattened tree as the walk reads it.
-#[derive(Clone, Copy, Debug)]
-pub struct TreeNodes<'a> {
-    /// The nodes; node 0 is the root.
-    pub nodes: &'a [FlatNode],
-    /// The longest root-to-leaf path.
-    pub depth: usize,
-    /// The words of the [`FlatNode::CATEGORIES`] tests' sets; `None` when the
-    /// tree has no such test (`Some` of no words when all its sets are empty).
-    pub sets: Option<&'a [u64]>,
-}
 
 /// The leaf reached by each row of a block: `rows` holds `n_features` values
 /// per row (row-major, NaN for missing); `leaves` gets one node index per row.
