@@ -153,7 +153,7 @@ impl TrainParams {
 
     /// The effective value of every option of the chosen algorithm, for
     /// reports and the model file, in the key table's order (gradient
-    /// boosting: in [`BOOSTING_RECORD_ORDER`]); `loss` is the resolved
+    /// boosting: in the order its first models recorded); `loss` is the resolved
     /// boosting loss.
     pub fn describe(&self, task: Task, n_features: usize, loss: Option<Loss>) -> Vec<(String, String)> {
         let report = Report { params: self, task, n_features: Some(n_features), loss };
