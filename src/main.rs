@@ -45,7 +45,7 @@ enum Foreign {
 enum Command {
     /// Train a model on a Parquet file.
     Train {
-        /// Training data (Parquet).
+        /// Training data: a Parquet file, or a directory of Parquet files of one schema.
         #[arg(long)]
         input: PathBuf,
         /// The label column.
@@ -72,6 +72,11 @@ enum Command {
         /// Random forests: write each training row's out-of-bag prediction and error here (Parquet).
         #[arg(long, value_name = "FILE")]
         oob_output: Option<PathBuf>,
+        /// The memory training may use, e.g. 2GB or 512MiB (default: the
+        /// machine's, or its cgroup's): a request past it is an error that
+        /// names the figure, not an out-of-memory kill.
+        #[arg(long, value_name = "SIZE", value_parser = arbor::parse_size)]
+        memory_limit: Option<u64>,
     },
     /// Score a Parquet file with a model.
     Predict {
@@ -171,7 +176,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = || std::io::stdout().lock();
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match cli.command {
-        Command::Train { input, label, output, task, algorithm, features, weight, set, oob_output } => {
+        Command::Train { input, label, output, task, algorithm, features, weight, set, oob_output, memory_limit } => {
             let args = TrainArgs {
                 input,
                 label,
@@ -188,6 +193,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 weight,
                 set,
                 oob_output,
+                memory_limit,
             };
             let report = commands::train(&args)?;
             eprintln!("{report}");

@@ -799,3 +799,55 @@ fn sql_predict_to_parquet_writes_every_held_out_flight_scored() {
     assert!(printed.contains("| all "), "the overall accuracy row: {printed}");
     assert!(printed.contains(&test.num_rows().to_string()), "all {} flights counted: {printed}", test.num_rows());
 }
+
+/// `--input` takes a directory of Parquet files: the rows cut into three
+/// files train the model the whole file trains, byte for byte (the bins
+/// and the row order depend on the rows alone), for both algorithms.
+#[test]
+fn a_directory_of_files_trains_the_model_the_whole_file_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let flights = read(&data("flights_cls_train.parquet")).slice(0, 30_000);
+    let whole = dir.path().join("whole.parquet");
+    write(&whole, &flights);
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    for (name, at, len) in [("a.parquet", 20_000, 10_000), ("b.parquet", 0, 7_000), ("c.parquet", 7_000, 13_000)] {
+        write(&parts.join(name), &flights.slice(at, len));
+    }
+    for extra in [&["--set", "n_trees=5"][..], &["--algorithm", "gradient-boosting", "--set", "n_rounds=5"]] {
+        let train = |input: &Path, output: &str| -> Vec<u8> {
+            let model = dir.path().join(output);
+            let mut args = vec!["train", "--input", s(input), "--label", "label", "--output", s(&model)];
+            args.extend_from_slice(extra);
+            ok(&args);
+            std::fs::read(&model).unwrap()
+        };
+        assert_eq!(train(&parts, "parts.arbor"), train(&whole, "whole.arbor"), "{extra:?}");
+    }
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let e = fails(&["train", "--input", s(&empty), "--label", "label", "--output", s(&dir.path().join("m.arbor"))]);
+    assert!(e.contains("holds no .parquet files"), "{e}");
+}
+
+/// Requests past the memory there is, or the limit given, are errors that
+/// name the figure and the option, and leave no model behind.
+#[test]
+fn requests_past_the_memory_limit_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.arbor");
+    let input = data("flights_cls_train.parquet");
+    let train = |extra: &[&str]| -> String {
+        let mut args = vec!["train", "--input", s(&input), "--label", "label", "--output", s(&model)];
+        args.extend_from_slice(extra);
+        let e = fails(&args);
+        assert!(!model.exists(), "no model is left behind");
+        e
+    };
+    let e = train(&["--set", "n_trees=1000000000"]);
+    assert!(e.contains("a forest of n_trees=1000000000 needs") && e.contains("GB"), "{e}");
+    let e = train(&["--memory-limit", "1MB"]);
+    assert!(e.contains("binning 261876 rows") && e.contains("the memory limit set is 1.0 MB"), "{e}");
+    let e = train(&["--memory-limit", "lots"]);
+    assert!(e.contains("'lots' is not a size"), "{e}");
+}

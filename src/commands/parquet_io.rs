@@ -25,39 +25,75 @@ pub fn open(path: &Path) -> Result<(SchemaRef, ParquetRecordBatchReader), CliErr
     Ok((schema, reader))
 }
 
-/// A Parquet file read one column at a time: its metadata is read once, and
-/// each column's pages are decoded only when the column is asked for, so a
-/// reader that converts and frees each column never holds the whole table.
+/// A Parquet file, or a directory of them, read one column at a time: the
+/// footers are read once, and a column's pages are decoded only when the
+/// column is asked for, so a reader that converts and frees each column
+/// never holds the whole table.
 pub struct ColumnReader {
-    path: std::path::PathBuf,
-    metadata: ArrowReaderMetadata,
+    /// Each file and its metadata, in name order.
+    files: Vec<(std::path::PathBuf, ArrowReaderMetadata)>,
 }
 
 impl ColumnReader {
-    /// Opens `path` and reads its footer.
+    /// Opens `path`, a Parquet file or a directory of `*.parquet` files of
+    /// one schema, and reads the footers.
     pub fn open(path: &Path) -> Result<ColumnReader, CliError> {
-        let file = File::open(path).map_err(CliError::io(path))?;
-        let metadata = ArrowReaderMetadata::load(&file, Default::default()).map_err(CliError::parquet(path))?;
-        Ok(ColumnReader { path: path.into(), metadata })
+        let paths = if path.is_dir() {
+            let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+                .map_err(CliError::io(path))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+                .collect();
+            paths.sort();
+            if paths.is_empty() {
+                return Err(CliError::Usage(format!("'{}' holds no .parquet files", path.display())));
+            }
+            paths
+        } else {
+            vec![path.to_path_buf()]
+        };
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let file = File::open(&path).map_err(CliError::io(&path))?;
+            let metadata = ArrowReaderMetadata::load(&file, Default::default()).map_err(CliError::parquet(&path))?;
+            if let Some((first, first_metadata)) = files.first() {
+                let first_metadata: &ArrowReaderMetadata = first_metadata;
+                if first_metadata.schema().fields() != metadata.schema().fields() {
+                    return Err(CliError::Usage(format!(
+                        "'{}' and '{}' have different schemas; the files of one input need one",
+                        Path::new(first).display(),
+                        path.display()
+                    )));
+                }
+            }
+            files.push((path, metadata));
+        }
+        Ok(ColumnReader { files })
     }
 
-    /// The file's Arrow schema.
+    /// The files' Arrow schema.
     pub fn schema(&self) -> &SchemaRef {
-        self.metadata.schema()
+        self.files[0].1.schema()
     }
 
-    /// Every batch of the top-level column `name`.
+    /// Every batch of the top-level column `name`, file after file.
     pub fn read(&self, name: &str) -> Result<Vec<ArrayRef>, CliError> {
-        let parquet = |e: parquet::errors::ParquetError| CliError::Parquet { path: self.path.clone(), source: e };
-        let index = self.schema().index_of(name).map_err(|e| parquet(e.into()))?;
-        // A file of its own: clones of one `File` share its position, and columns are read on several threads.
-        let file = File::open(&self.path).map_err(CliError::io(&self.path))?;
-        let mask = ProjectionMask::roots(self.metadata.parquet_schema(), [index]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
-            .with_projection(mask)
-            .with_batch_size(BATCH_SIZE)
-            .build()
-            .map_err(parquet)?;
-        reader.map(|batch| Ok(batch.map_err(|e| parquet(e.into()))?.column(0).clone())).collect()
+        let mut arrays = Vec::new();
+        for (path, metadata) in &self.files {
+            let parquet = |e: parquet::errors::ParquetError| CliError::Parquet { path: path.clone(), source: e };
+            let index = metadata.schema().index_of(name).map_err(|e| parquet(e.into()))?;
+            // A file of its own: clones of one `File` share its position, and columns are read on several threads.
+            let file = File::open(path).map_err(CliError::io(path))?;
+            let mask = ProjectionMask::roots(metadata.parquet_schema(), [index]);
+            let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
+                .with_projection(mask)
+                .with_batch_size(BATCH_SIZE)
+                .build()
+                .map_err(parquet)?;
+            for batch in reader {
+                arrays.push(batch.map_err(|e| parquet(e.into()))?.column(0).clone());
+            }
+        }
+        Ok(arrays)
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arbor_ensemble::{
-    Algorithm, ArborError, Model, OutOfBag, Progress, Task, TrainParams, Trained, Trainer, TrainingData,
+    Algorithm, ArborError, BinnedData, Model, OutOfBag, Progress, Task, TrainParams, Trained, Trainer, TrainingData,
 };
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, RecordBatch};
 use arrow::compute::nullif;
@@ -36,6 +36,8 @@ pub struct TrainArgs {
     /// Where per-row out-of-bag predictions and errors are written (Parquet);
     /// implies `oob_per_observation=true`.
     pub oob_output: Option<PathBuf>,
+    /// The bytes training may use (`None`: the machine's, or its cgroup's).
+    pub memory_limit: Option<u64>,
 }
 
 /// Trains a model and writes it; returns its report for standard error: a
@@ -68,8 +70,7 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     // Opened first, so an output that cannot be written fails before training.
     let mut file = AtomicFile::create(&args.output)?;
     let start = Instant::now();
-    // Read a column at a time: the whole table is never in memory.
-    let input = parquet_io::ColumnReader::open(&args.input)?;
+    arbor_ensemble::set_memory_limit(args.memory_limit);
     let (total, what) = match params.algorithm.0 {
         Algorithm::RandomForest => (params.forest.n_trees, "trees"),
         Algorithm::GradientBoosting => (params.boosting.n_rounds, "rounds"),
@@ -95,11 +96,20 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     if let Some(weight) = &args.weight {
         trainer = trainer.weight(weight);
     }
-    let data = TrainingData::from_column_reader(input.schema(), trainer.roles(), trainer.params().task, |name| {
-        input.read(name).map_err(|e| ArborError::Data(e.to_string()))
-    })?;
-    // Training frees what it can of the data.
-    let Trained { model, out_of_bag: oob } = trainer.fit_owned(data)?;
+    // Read a column at a time: the whole table is never in memory. Binned
+    // as read (each column twice: for the rows' hashes, then for its bins),
+    // unless exact splits need every raw value.
+    let input = parquet_io::ColumnReader::open(&args.input)?;
+    let read = |name: &str| input.read(name).map_err(|e| ArborError::Data(e.to_string()));
+    let Trained { model, out_of_bag: oob } = if trainer.params().tree().exact {
+        let data = TrainingData::from_column_reader(input.schema(), trainer.roles(), trainer.params().task, read)?;
+        trainer.fit_owned(data)?
+    } else {
+        let quantize = trainer.params().tree().quantize_params();
+        let data = BinnedData::read_columns(input.schema(), trainer.roles(), trainer.params().task, quantize, read)?;
+        crate::release_free_memory();
+        trainer.fit_owned_binned(data)?
+    };
     bar.finish_and_clear();
     let oob_report = match (&args.oob_output, &oob) {
         (Some(path), Some(oob)) => {

@@ -31,8 +31,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 +---------+------------+
 | feature | importance |
 +---------+------------+
-| x       | 0.49       |
-| noise   | 0.004      |
+| x       | 0.482      |
+| noise   | 0.013      |
 +---------+------------+"#,
     )
     .with_related_udf("forest_info")

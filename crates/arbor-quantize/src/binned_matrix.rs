@@ -42,6 +42,31 @@ impl BinColumn {
             BinColumn::U16(v) => v.len() * 2,
         }
     }
+
+    /// The codes of `rows`, in that order (positions into this column).
+    pub fn gather(&self, rows: &[u32]) -> BinColumn {
+        match self {
+            BinColumn::U8(v) => BinColumn::U8(rows.iter().map(|&r| v[r as usize]).collect()),
+            BinColumn::U16(v) => BinColumn::U16(rows.iter().map(|&r| v[r as usize]).collect()),
+        }
+    }
+
+    /// An empty column for codes of a feature of `n_bins` bins, with room for `rows`.
+    pub fn with_capacity(n_bins: usize, rows: usize) -> BinColumn {
+        if n_bins <= 256 {
+            BinColumn::U8(Vec::with_capacity(rows))
+        } else {
+            BinColumn::U16(Vec::with_capacity(rows))
+        }
+    }
+
+    /// Appends codes (each below the feature's bin count, so they fit the width).
+    pub fn extend(&mut self, codes: &[u16]) {
+        match self {
+            BinColumn::U8(v) => v.extend(codes.iter().map(|&b| b as u8)),
+            BinColumn::U16(v) => v.extend_from_slice(codes),
+        }
+    }
 }
 
 /// Every feature's bins, with the mappers that produced them.
@@ -75,6 +100,14 @@ impl BinnedMatrix {
                 }
             })
             .collect();
+        BinnedMatrix { columns, mappers, n_rows }
+    }
+
+    /// A matrix of columns already binned by `mappers` (one per column, each
+    /// of `n_rows` codes), such as the bins a batch stream was read into.
+    pub fn from_columns(columns: Vec<BinColumn>, mappers: Vec<BinMapper>, n_rows: usize) -> BinnedMatrix {
+        assert_eq!(columns.len(), mappers.len(), "one mapper per column");
+        assert!(columns.iter().all(|c| c.len() == n_rows), "every column holds every row");
         BinnedMatrix { columns, mappers, n_rows }
     }
 
@@ -123,6 +156,37 @@ impl BinnedMatrix {
         for column in &mut self.columns {
             *column = BinColumn::U8(Vec::new());
         }
+    }
+
+    /// A matrix with these mappers and no columns yet, for
+    /// [`BinnedMatrix::push_column`] to fill.
+    pub fn clone_empty(&self) -> BinnedMatrix {
+        BinnedMatrix { columns: Vec::with_capacity(self.mappers.len()), mappers: self.mappers.clone(), n_rows: 0 }
+    }
+
+    /// Adds the next feature's codes (all columns of one length, at most
+    /// one per mapper).
+    pub fn push_column(&mut self, column: BinColumn) {
+        assert!(self.columns.len() < self.mappers.len(), "one column per mapper");
+        assert!(self.columns.is_empty() || column.len() == self.n_rows, "every column holds every row");
+        self.n_rows = column.len();
+        self.columns.push(column);
+    }
+
+    /// Takes feature `f`'s codes out of the matrix (leaving it empty), for
+    /// a copy in another layout built a column at a time, so the codes are
+    /// never held twice in full.
+    pub fn take_column(&mut self, f: usize) -> BinColumn {
+        std::mem::replace(&mut self.columns[f], BinColumn::U8(Vec::new()))
+    }
+
+    /// Reorders the rows: row `i` becomes the row at `rows[i]` (a
+    /// permutation), one column at a time.
+    pub fn gather_rows(&mut self, rows: &[u32]) {
+        for column in &mut self.columns {
+            *column = column.gather(rows);
+        }
+        self.n_rows = rows.len();
     }
 
     /// The mapper of feature `f`.

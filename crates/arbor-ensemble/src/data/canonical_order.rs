@@ -7,8 +7,12 @@
 //! the rows are sorted by that integer: the order of comparing the columns one
 //! after another, at the cost of sorting plain integers.
 
-use arbor_quantize::{integer_span, offset, Number};
+use std::cmp::Ordering;
+
+use arbor_quantize::{integer_span, offset, BinColumn, BinnedMatrix, Number};
 use rayon::prelude::*;
+
+use crate::data::label::Target;
 
 /// One key column of the order, as training reads it.
 #[derive(Clone, Copy, Debug)]
@@ -288,6 +292,80 @@ fn number_ranks<T: Number>(values: &[T]) -> (Ranks, u32) {
         ranks.set(r as usize, rank);
     }
     (ranks, top)
+}
+
+/// Rows per parallel work unit when binned rows are hashed.
+const HASH_CHUNK: usize = 1 << 14;
+
+/// The canonical order of binned rows, given as each sorted row's position:
+/// by a hash of the row's bins and label, rows of equal hashes by their
+/// bins, label and weight, then by position. Rows equal in all three are
+/// interchangeable to binned training, so the model depends on the rows
+/// given, never on their order; the hash sorts as plain integers (16 bytes
+/// a row) where comparing rows column by column would not. The weight is
+/// left out of the hash so that a row of weight 2 sorts where the same row
+/// given twice does, and sums over them are added in the same order.
+pub(crate) fn binned_order(matrix: &BinnedMatrix, target: &Target, weights: Option<&[f64]>) -> Vec<u32> {
+    let n = matrix.n_rows();
+    let number = |x: f64| if x == 0.0 { 0 } else { x.to_bits() };
+    let mut keys = vec![0u128; n];
+    keys.par_chunks_mut(HASH_CHUNK).enumerate().for_each(|(c, chunk)| {
+        let rows = c * HASH_CHUNK..c * HASH_CHUNK + chunk.len();
+        let mut hashes = vec![0x243f_6a88_85a3_08d3u64; chunk.len()];
+        for f in 0..matrix.n_features() {
+            match matrix.column(f) {
+                BinColumn::U8(v) => {
+                    hashes.iter_mut().zip(&v[rows.clone()]).for_each(|(h, &b)| *h = mix(*h ^ u64::from(b)))
+                }
+                BinColumn::U16(v) => {
+                    hashes.iter_mut().zip(&v[rows.clone()]).for_each(|(h, &b)| *h = mix(*h ^ u64::from(b)))
+                }
+            }
+        }
+        match target {
+            Target::Classes(c) => {
+                hashes.iter_mut().zip(&c[rows.clone()]).for_each(|(h, &c)| *h = mix(*h ^ u64::from(c)))
+            }
+            Target::Values(y) => hashes.iter_mut().zip(&y[rows.clone()]).for_each(|(h, &y)| *h = mix(*h ^ number(y))),
+        }
+        for ((key, h), r) in chunk.iter_mut().zip(hashes).zip(rows) {
+            *key = u128::from(h) << 64 | r as u128;
+        }
+    });
+    keys.par_sort_unstable();
+    let mut order: Vec<u32> = keys.iter().map(|&k| k as u32).collect();
+    // Rows of one hash: almost always equal rows, already in position order.
+    let mut start = 0;
+    while start < n {
+        let hash = keys[start] >> 64;
+        let end = start + keys[start..].iter().take_while(|&&k| k >> 64 == hash).count();
+        if end - start > 1 {
+            order[start..end].sort_by(|&a, &b| compare_rows(matrix, target, weights, a, b).then(a.cmp(&b)));
+        }
+        start = end;
+    }
+    order
+}
+
+/// Binned rows `a` and `b` compared by their bins, then label, then weight.
+fn compare_rows(matrix: &BinnedMatrix, target: &Target, weights: Option<&[f64]>, a: u32, b: u32) -> Ordering {
+    let (a, b) = (a as usize, b as usize);
+    (0..matrix.n_features())
+        .map(|f| matrix.column(f).get(a).cmp(&matrix.column(f).get(b)))
+        .chain(std::iter::once(match target {
+            Target::Classes(c) => c[a].cmp(&c[b]),
+            Target::Values(y) => y[a].total_cmp(&y[b]),
+        }))
+        .chain(weights.map(|w| w[a].total_cmp(&w[b])))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// SplitMix64's finalizer: every input bit moves every output bit.
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 #[cfg(test)]

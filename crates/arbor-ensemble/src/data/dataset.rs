@@ -196,75 +196,19 @@ impl TrainingData {
         task: Option<Task>,
         order: RowOrder,
     ) -> Result<TrainingData> {
-        if features.is_empty() {
-            return Err(ArborError::Data("no feature columns: name at least one feature besides the label".into()));
-        }
-        let mut seen = std::collections::HashSet::new();
-        for f in &features {
-            if f.name == label.name {
-                return Err(ArborError::Data(format!("column '{}' is the label; it cannot also be a feature", f.name)));
-            }
-            if !seen.insert(f.name.as_str()) {
-                return Err(ArborError::Data(format!("feature column '{}' is listed twice", f.name)));
-            }
-            if FeatureType::of(&f.data_type).is_none() {
-                return Err(
-                    QuantizeError::UnsupportedType { column: f.name.clone(), data_type: f.data_type.clone() }.into()
-                );
-            }
-        }
-        let task = task.unwrap_or_else(|| default_task(&label_type));
-        let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
-        if n_rows == 0 {
-            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
-        }
-
-        // Drop rows whose label is null, in every column alike.
-        let mut skipped = 0;
-        let mut keep = Vec::with_capacity(label.arrays.len());
-        for a in &label.arrays {
-            skipped += a.null_count();
-            keep.push(if a.null_count() > 0 { Some(is_not_null(a)?) } else { None });
-        }
-        if skipped == n_rows {
-            return Err(ArborError::NothingToTrain(format!(
-                "label column '{}' is null in every row ({n_rows} rows); nothing to train on",
-                label.name
-            )));
-        }
-        let lengths: Vec<usize> = label.arrays.iter().map(|a| a.len()).collect();
-        let label_name = label.name.clone();
-        // Every column cut like the label, then the rows of null labels dropped.
-        let drop_nulls = |what: &str, name: &str, arrays: Vec<ArrayRef>| -> Result<Vec<ArrayRef>> {
-            align(what, name, arrays, &label_name, &lengths)?
-                .iter()
-                .zip(&keep)
-                .map(|(a, k)| match k {
-                    Some(mask) => Ok(filter(a, mask)?),
-                    None => Ok(a.clone()),
-                })
-                .collect()
-        };
-        let labels = drop_nulls("label", &label.name, label.arrays.clone())?;
-        let (label_info, target) = read_label(&label.name, &labels, task)?;
-        let weight_arrays = weight.as_ref().map(|w| drop_nulls("weight", &w.name, w.arrays.clone())).transpose()?;
-        let weights = weight.as_ref().zip(weight_arrays.as_ref()).map(|(w, a)| read_weights(&w.name, a)).transpose()?;
-        drop((label, labels, weight, weight_arrays));
         let specs: Vec<FeatureSpec> =
             features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: f.data_type.clone() }).collect();
+        check_features(&label.name, &specs)?;
+        let rows = LabelRows::read(label, label_type, weight, task)?;
         // Each feature is read on its own thread, in input order, and its
         // arrays are dropped once converted.
-        let columns = features
-            .into_par_iter()
-            .map(|f| {
-                let arrays = drop_nulls("feature", &f.name, (f.arrays)()?)?;
-                Ok(FeatureColumn::from_arrays(&f.name, &arrays)?)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let columns =
+            features.into_par_iter().map(|f| rows.feature(&f.name, (f.arrays)()?)).collect::<Result<Vec<_>>>()?;
+        let LabelRows { task, label, target, weights, skipped, .. } = rows;
         let input_row = (0..target_len(&target) as u32).collect();
         let data = TrainingData {
             task,
-            label: label_info,
+            label,
             target,
             features: specs,
             columns,
@@ -310,15 +254,6 @@ impl TrainingData {
         TrainingData { target, weights, columns, input_row, ..self }
     }
 
-    /// Per-row values in training order, put back into input order.
-    pub(crate) fn in_input_order<T: Clone>(&self, values: &[T]) -> Vec<T> {
-        let mut out = values.to_vec();
-        for (value, &row) in values.iter().zip(&self.input_row) {
-            out[row as usize] = value.clone();
-        }
-        out
-    }
-
     /// The task: the caller's, or the one the label's type implies.
     pub fn task(&self) -> Task {
         self.task
@@ -361,6 +296,112 @@ impl TrainingData {
             Target::Classes(c) => c.len(),
             Target::Values(v) => v.len(),
         }
+    }
+}
+
+/// An error unless `features` can be trained on beside the label `label`:
+/// at least one, none twice, none the label, each of a type arbor reads.
+pub(crate) fn check_features(label: &str, features: &[FeatureSpec]) -> Result<()> {
+    if features.is_empty() {
+        return Err(ArborError::Data("no feature columns: name at least one feature besides the label".into()));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for f in features {
+        if f.name == label {
+            return Err(ArborError::Data(format!("column '{}' is the label; it cannot also be a feature", f.name)));
+        }
+        if !seen.insert(f.name.as_str()) {
+            return Err(ArborError::Data(format!("feature column '{}' is listed twice", f.name)));
+        }
+        if FeatureType::of(&f.data_type).is_none() {
+            return Err(
+                QuantizeError::UnsupportedType { column: f.name.clone(), data_type: f.data_type.clone() }.into()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The label and weight read and checked, and which rows every column
+/// keeps (those whose label is not null), so features can be read one at
+/// a time after them.
+pub(crate) struct LabelRows {
+    pub(crate) task: Task,
+    pub(crate) label: LabelInfo,
+    pub(crate) target: Target,
+    pub(crate) weights: Option<Vec<f64>>,
+    /// Rows dropped because their label was null.
+    pub(crate) skipped: usize,
+    label_name: String,
+    /// Per input chunk: the rows kept, when some are not.
+    keep: Vec<Option<arrow::array::BooleanArray>>,
+    /// Rows per input chunk.
+    lengths: Vec<usize>,
+}
+
+impl LabelRows {
+    /// Reads the label (of type `label_type`) and the weight; an error when
+    /// there is no row, or every label is null.
+    pub(crate) fn read(
+        label: NamedColumn,
+        label_type: DataType,
+        weight: Option<NamedColumn>,
+        task: Option<Task>,
+    ) -> Result<LabelRows> {
+        let task = task.unwrap_or_else(|| default_task(&label_type));
+        let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
+        if n_rows == 0 {
+            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
+        }
+        let mut skipped = 0;
+        let mut keep = Vec::with_capacity(label.arrays.len());
+        for a in &label.arrays {
+            skipped += a.null_count();
+            keep.push(if a.null_count() > 0 { Some(is_not_null(a)?) } else { None });
+        }
+        if skipped == n_rows {
+            return Err(ArborError::NothingToTrain(format!(
+                "label column '{}' is null in every row ({n_rows} rows); nothing to train on",
+                label.name
+            )));
+        }
+        let lengths = label.arrays.iter().map(|a| a.len()).collect();
+        let mut rows = LabelRows {
+            task,
+            label: LabelInfo { name: label.name.clone(), data_type: String::new(), classes: None },
+            target: Target::Values(Vec::new()),
+            weights: None,
+            skipped,
+            label_name: label.name.clone(),
+            keep,
+            lengths,
+        };
+        let labels = rows.kept("label", &label.name, label.arrays)?;
+        (rows.label, rows.target) = read_label(&label.name, &labels, task)?;
+        drop(labels);
+        if let Some(weight) = weight {
+            let arrays = rows.kept("weight", &weight.name, weight.arrays)?;
+            rows.weights = Some(read_weights(&weight.name, &arrays)?);
+        }
+        Ok(rows)
+    }
+
+    /// A column's arrays cut like the label's, without the rows of null labels.
+    fn kept(&self, what: &str, name: &str, arrays: Vec<ArrayRef>) -> Result<Vec<ArrayRef>> {
+        align(what, name, arrays, &self.label_name, &self.lengths)?
+            .iter()
+            .zip(&self.keep)
+            .map(|(a, k)| match k {
+                Some(mask) => Ok(filter(a, mask)?),
+                None => Ok(a.clone()),
+            })
+            .collect()
+    }
+
+    /// Feature `name` read from its arrays, rows of null labels dropped.
+    pub(crate) fn feature(&self, name: &str, arrays: Vec<ArrayRef>) -> Result<FeatureColumn> {
+        let arrays = self.kept("feature", name, arrays)?;
+        Ok(FeatureColumn::from_arrays(name, &arrays)?)
     }
 }
 

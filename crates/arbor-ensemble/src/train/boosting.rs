@@ -5,23 +5,21 @@
 use std::borrow::Cow;
 
 use arbor_kernels::{Criterion, HistogramTarget, RowBins, RowStats, SplitConstraints};
-use arbor_quantize::{BinnedMatrix, FeatureColumn};
+use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::data::dataset::TrainingData;
+use crate::data::binned_data::BinnedData;
 use crate::data::label::Target;
-use crate::data::raw_columns::RawColumns;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::Tree;
 use crate::model::{Boosting, EarlyStopping, Model};
-use crate::train::forest::{model_features, tree_rng};
-use crate::train::grower::{
-    bin_of, bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS,
-};
+use crate::train::forest::{tree_rng, MIN_TREE_BYTES};
+use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
+use crate::train::walk_values::WalkValues;
 use crate::{
     Algorithm, ArborError, BoostingParams, CheckedParams, ImportanceKind, Loss, Progress, Result, Voting,
     TRAIN_LOSS_EVERY,
@@ -36,24 +34,25 @@ const VALIDATION_STREAM: usize = usize::MAX;
 /// sampled) walk each tree on stand-in values of their bins instead. The
 /// model bytes are the same either way.
 pub(crate) fn train_boosting(
-    data: Cow<'_, TrainingData>,
+    data: Cow<'_, BinnedData>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
     match data {
-        Cow::Borrowed(data) => boost(data, RawColumns::Borrowed(&data.columns), params, on_progress),
+        Cow::Borrowed(data) => boost(data, Cow::Borrowed(&data.matrix), params, on_progress),
         Cow::Owned(mut data) => {
-            let columns = std::mem::take(&mut data.columns);
+            // The matrix is training's own: its columns can go into the row-major copy.
+            let matrix = std::mem::replace(&mut data.matrix, BinnedMatrix::from_columns(Vec::new(), Vec::new(), 0));
             // Boosting reports nothing per input row, so it needs no way back to input order.
             data.input_row = Vec::new();
-            boost(&data, RawColumns::Owned(columns), params, on_progress)
+            boost(&data, Cow::Owned(matrix), params, on_progress)
         }
     }
 }
 
 fn boost(
-    data: &TrainingData,
-    mut columns: RawColumns<'_>,
+    data: &BinnedData,
+    mut matrix: Cow<'_, BinnedMatrix>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Model> {
@@ -62,10 +61,14 @@ fn boost(
     let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
     let loss = bp.resolve_loss(task, n_classes)?;
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
-    let n_features = columns.get().len();
+    let n_features = matrix.n_features();
     let features_per_node = bp.features_per_node(n_features)?;
-    let mut matrix = BinnedMatrix::fit(columns.get(), &bp.tree.quantize_params());
-    let ranges = bp.tree.exact.then(|| bin_ranges(columns.get(), &matrix));
+    crate::memory::reserve_check(
+        bp.n_rounds.saturating_mul(outputs),
+        std::mem::size_of::<Tree>() + MIN_TREE_BYTES + 8,
+        &format!("boosting with n_rounds={}", bp.n_rounds),
+    )?;
+    let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, &matrix));
     let n = data.n_rows();
     let weight = RowWeights::of(data.weights.as_deref());
     let target = match &data.target {
@@ -77,23 +80,18 @@ fn boost(
     let n_sampled = ((bp.tree.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let subsample = n_sampled < train_rows.len();
     // Rows outside the trees (held out, not sampled) walk them: on their raw
-    // values, or on their bins' stand-ins once owned columns are freed.
-    // Freed before the per-row state below is allocated.
-    let walked = subsample || !valid_rows.is_empty();
-    let stand_ins = match &columns {
-        RawColumns::Owned(owned) if walked => bin_values(owned, &matrix, ranges.as_ref()),
-        _ => None,
-    };
-    if !walked || stand_ins.is_some() {
-        columns.free();
-    }
+    // values (exact splits), else on their bins' stand-ins.
     // Every node scans every feature unless features are subsampled: rows are
     // then read once per node, from a row-major copy of the bins, and the
-    // trees read nothing else, so the columns need not stay.
-    let row_bins = (features_per_node >= n_features).then(|| RowBins::new(&matrix)).flatten();
-    if row_bins.is_some() {
-        matrix.release_columns();
-    }
+    // trees read nothing else, so owned columns go into the copy.
+    let row_bins = if features_per_node >= n_features {
+        match &mut matrix {
+            Cow::Owned(owned) => RowBins::take(owned),
+            Cow::Borrowed(borrowed) => RowBins::new(borrowed),
+        }
+    } else {
+        None
+    };
     // Without subsampling or a hold-out the training rows are `0..n`: they
     // are written out when read instead of held, so while a tree grows its
     // own copy of them is the only one in memory (1 MB on flights).
@@ -125,14 +123,12 @@ fn boost(
     if !subsample && column_wise {
         training_rows().iter().for_each(|&r| counts[r as usize] = 1.0);
     }
-    let row_value = |f: usize, r: usize| match &stand_ins {
-        Some(values) => values[f][usize::from(bin_of(&matrix, row_bins.as_ref(), f, r))],
-        None => columns.get()[f].raw_value(r),
-    };
+    let walk = WalkValues::new(data.raw.as_deref(), &matrix, row_bins.as_ref());
+    let row_value = |f: usize, r: usize| walk.value(f, r);
     let settings = grow_settings(bp, features_per_node);
 
-    let mut trees: Vec<Tree> = Vec::with_capacity(bp.n_rounds * outputs);
-    let mut covers: Vec<Vec<f32>> = Vec::with_capacity(bp.n_rounds * outputs);
+    let mut trees: Vec<Tree> = Vec::new();
+    let mut covers: Vec<Vec<f32>> = Vec::new();
     let mut gain_per_feature = vec![0.0; n_features];
     let mut best: Option<(usize, f64)> = None;
     let mut rounds_run = 0;
@@ -233,7 +229,7 @@ fn boost(
         task,
         algorithm: Algorithm::GradientBoosting,
         label: data.label.clone(),
-        features: model_features(data, &matrix),
+        features: data.features.clone(),
         trees: trees.into(),
         voting: Voting::Weighted,
         importance,
@@ -269,6 +265,7 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
         random_splitter: false,
         max_leaf_nodes: 0,
         fork_min_rows: FORK_MIN_ROWS,
+        row_records: true,
     }
 }
 
@@ -335,45 +332,6 @@ fn add_tree_outputs(
     });
 }
 
-/// Per feature, one value for each bin that every split sends the way it
-/// sends the bin's raw values: the bin's largest training value (numeric),
-/// the bin itself (categorical), NaN for the missing bin. A threshold `t`
-/// always lies between bins (`x <= t` for all values of bins up to some `k`,
-/// `x > t` for the rest), so the largest value takes each bin's side. Exact
-/// splits place `t` between the node's neighbouring values, which only stays
-/// between bins when each bin holds one distinct value: `None` otherwise, and
-/// the raw columns are kept.
-fn bin_values(
-    columns: &[FeatureColumn],
-    matrix: &BinnedMatrix,
-    ranges: Option<&crate::train::grower::BinRanges>,
-) -> Option<Vec<Vec<f64>>> {
-    if ranges.is_some_and(|ranges| ranges.iter().flatten().any(|&(lo, hi)| lo < hi)) {
-        return None;
-    }
-    let values = columns
-        .par_iter()
-        .enumerate()
-        .map(|(f, column)| {
-            let n_bins = matrix.mapper(f).n_bins();
-            let mut values: Vec<f64> = match column {
-                FeatureColumn::Categorical { .. } => (0..n_bins).map(|bin| bin as f64).collect(),
-                FeatureColumn::Numeric(_) => {
-                    let mut largest = vec![f64::NEG_INFINITY; n_bins];
-                    for r in 0..column.len() {
-                        let bin = usize::from(matrix.column(f).get(r));
-                        largest[bin] = largest[bin].max(column.raw_value(r));
-                    }
-                    largest
-                }
-            };
-            values[usize::from(arbor_quantize::MISSING_BIN)] = f64::NAN;
-            values
-        })
-        .collect();
-    Some(values)
-}
-
 /// Splits rows `0..n` into training and validation rows (sorted), holding out
 /// `fraction` of them when early stopping is on.
 fn hold_out(n: usize, early_stopping_rounds: usize, fraction: f64, seed: u64) -> Result<(Vec<u32>, Vec<u32>)> {
@@ -409,42 +367,4 @@ fn sample_rows(rows: &[u32], k: usize, rng: &mut impl Rng) -> Vec<u32> {
     pool.truncate(k);
     pool.sort_unstable();
     pool
-}
-
-#[cfg(test)]
-mod tests {
-    use arbor_quantize::{BinMapper, QuantizeParams};
-
-    use super::*;
-
-    /// A bin's stand-in falls on its raw values' side of every threshold
-    /// histogram splits can use; exact splits get stand-ins only while each
-    /// bin holds one distinct value.
-    #[test]
-    fn stand_ins_take_their_bins_side_of_every_threshold() {
-        let raw: Vec<f64> =
-            (0..400).map(|r| if r % 37 == 0 { f64::NAN } else { f64::from((r * 13) % 101) / 4.0 }).collect();
-        let columns = [
-            FeatureColumn::Numeric(raw.clone().into()),
-            FeatureColumn::Categorical {
-                bins: (0..400).map(|r| (r % 5) as u16).collect(),
-                categories: ["a", "b", "c", "d"].map(String::from).to_vec(),
-            },
-        ];
-        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 9, min_bin_size: 1 });
-        let values = bin_values(&columns, &matrix, None).expect("histogram splits always have stand-ins");
-        let BinMapper::Numeric { edges } = matrix.mapper(0) else { panic!("numeric") };
-        for (r, &x) in raw.iter().enumerate() {
-            let stand_in = values[0][usize::from(matrix.column(0).get(r))];
-            assert_eq!(stand_in.is_nan(), x.is_nan(), "row {r}");
-            for &t in edges.iter().chain([f64::INFINITY].iter()) {
-                assert_eq!(stand_in <= t, x <= t, "row {r}: {x} against {t}");
-            }
-            assert_eq!(values[1][usize::from(matrix.column(1).get(r))].to_bits(), columns[1].raw_value(r).to_bits());
-        }
-        // Nine bins for 101 distinct values: exact splits could fall inside one.
-        assert!(bin_values(&columns, &matrix, Some(&bin_ranges(&columns, &matrix))).is_none());
-        let exact = BinnedMatrix::fit(&columns, &QuantizeParams::exact());
-        assert!(bin_values(&columns, &exact, Some(&bin_ranges(&columns, &exact))).is_some());
-    }
 }

@@ -17,23 +17,22 @@
 //! first. Bins are fitted on at most [`BIN_SAMPLE_ROWS`] values per
 //! feature; with fewer rows they are the single-node bins.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-
 use arbor_kernels::{
     best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
 };
-use arbor_quantize::{BinMapper, FeatureColumn, FeatureType, QuantizeParams};
+use arbor_quantize::{BinMapper, FeatureColumn};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::data::dataset::TrainingData;
 use crate::data::label::{Classes, LabelInfo, Target};
+use crate::data::summary::{fitted_features, global_labels, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::{Boosting, Model};
 use crate::train::boosting::grow_settings;
-use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
+use crate::train::exact_histograms::{exact_sums_fit, float, ExactHistograms};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
@@ -41,228 +40,8 @@ use crate::{
     Algorithm, ArborError, CheckedParams, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting,
 };
 
-/// Most values of each numeric feature its bins are fitted on: those of
-/// the rows with the smallest content hashes (LightGBM samples 200,000).
-pub const BIN_SAMPLE_ROWS: usize = 100_000;
-
 /// Rows per parallel work unit when a piece is scored and summed.
 const CHUNK_ROWS: usize = 16_384;
-
-/// What one piece of the rows tells before training starts, merged over
-/// every piece: the label's classes and sums, each feature's categories,
-/// and a content-chosen sample of each numeric feature's values.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct LevelSummary {
-    pub(crate) task: Option<Task>,
-    pub(crate) label: Option<LabelInfo>,
-    /// Each feature's name and Arrow type.
-    pub(crate) features: Vec<(String, String)>,
-    /// Per feature: its categories, for a categorical one.
-    pub(crate) categories: Vec<Option<BTreeSet<String>>>,
-    /// Per numeric feature: `(row hash, value)` of the non-missing values of
-    /// the rows with the smallest hashes, at most [`BIN_SAMPLE_ROWS`].
-    pub(crate) samples: Vec<Vec<(u64, f64)>>,
-    /// Classification: each class's total weight, fixed-point.
-    pub(crate) class_weights: BTreeMap<String, i128>,
-    /// Regression: `Σ w·y` and `Σ w`, fixed-point.
-    pub(crate) weighted_sum: i128,
-    pub(crate) weight_total: i128,
-    /// The largest `|w|` and, for regression, `|w·y|` of any row: what
-    /// decides whether exact sums have room ([`exact_sums_fit`]).
-    pub(crate) largest: f64,
-    pub(crate) rows: u64,
-    pub(crate) skipped_null_labels: u64,
-}
-
-impl LevelSummary {
-    /// The summary of one piece of the rows.
-    pub fn of(data: &TrainingData) -> LevelSummary {
-        let hashes = row_hashes(data);
-        let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
-        let mut summary = LevelSummary {
-            task: Some(data.task),
-            label: Some(data.label.clone()),
-            features: data.features.iter().map(|f| (f.name.clone(), f.data_type.to_string())).collect(),
-            rows: data.n_rows() as u64,
-            skipped_null_labels: data.skipped_null_labels as u64,
-            ..LevelSummary::default()
-        };
-        for column in &data.columns {
-            match column {
-                FeatureColumn::Categorical { categories, .. } => {
-                    summary.categories.push(Some(categories.iter().cloned().collect()));
-                    summary.samples.push(Vec::new());
-                }
-                FeatureColumn::Numeric(_) => {
-                    summary.categories.push(None);
-                    let values = (0..column.len()).map(|r| (hashes[r], column.raw_value(r)));
-                    summary.samples.push(smallest(values.filter(|(_, x)| !x.is_nan()).collect()));
-                }
-            }
-        }
-        match &data.target {
-            Target::Classes(labels) => {
-                let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
-                let mut totals = vec![0i128; names.len()];
-                for (r, &c) in labels.iter().enumerate() {
-                    totals[c as usize] = totals[c as usize].saturating_add(fixed(weight(r)));
-                    summary.largest = summary.largest.max(weight(r).abs());
-                }
-                summary.class_weights = names.into_iter().zip(totals).collect();
-            }
-            Target::Values(y) => {
-                // Saturating: sums too large to be exact are refused by `start` anyway.
-                for (r, &y) in y.iter().enumerate() {
-                    summary.weighted_sum = summary.weighted_sum.saturating_add(fixed(weight(r) * y));
-                    summary.weight_total = summary.weight_total.saturating_add(fixed(weight(r)));
-                    summary.largest = summary.largest.max(weight(r).abs()).max((weight(r) * y).abs());
-                }
-            }
-        }
-        summary
-    }
-
-    /// The summary of a piece whose `rows` rows all have a null label: it
-    /// only counts them.
-    pub fn null_labels(rows: u64) -> LevelSummary {
-        LevelSummary { skipped_null_labels: rows, ..LevelSummary::default() }
-    }
-
-    /// Adds another piece's summary (of the same columns).
-    pub fn merge(&mut self, mut other: LevelSummary) -> Result<()> {
-        let skipped = self.skipped_null_labels + other.skipped_null_labels;
-        if other.label.is_none() {
-            self.skipped_null_labels = skipped;
-            return Ok(());
-        }
-        if self.label.is_none() {
-            *self = other;
-            self.skipped_null_labels = skipped;
-            return Ok(());
-        }
-        let (Some(mine), Some(label)) = (self.label.as_mut(), other.label.take()) else { return Ok(()) };
-        if self.features != other.features || self.task != other.task || mine.name != label.name {
-            return Err(ArborError::Data(format!(
-                "pieces of the training rows disagree on their columns: {:?} against {:?}",
-                self.features, other.features
-            )));
-        }
-        mine.classes = match (mine.classes.take(), label.classes) {
-            (Some(a), Some(b)) => Some(class_union(a, b)?),
-            (a, b) => a.or(b),
-        };
-        for (mine, theirs) in self.categories.iter_mut().zip(other.categories) {
-            if let (Some(mine), Some(theirs)) = (mine.as_mut(), theirs) {
-                mine.extend(theirs);
-            }
-        }
-        for (mine, theirs) in self.samples.iter_mut().zip(other.samples) {
-            mine.extend(theirs);
-            *mine = smallest(std::mem::take(mine));
-        }
-        for (class, weight) in other.class_weights {
-            let total = self.class_weights.entry(class).or_default();
-            *total = total.saturating_add(weight);
-        }
-        self.weighted_sum = self.weighted_sum.saturating_add(other.weighted_sum);
-        self.weight_total = self.weight_total.saturating_add(other.weight_total);
-        self.largest = self.largest.max(other.largest);
-        self.rows += other.rows;
-        self.skipped_null_labels = skipped;
-        Ok(())
-    }
-
-    /// Bytes the summary holds on the heap, for a memory pool's accounting.
-    pub fn heap_size(&self) -> usize {
-        let samples: usize = self.samples.iter().map(|s| s.capacity() * std::mem::size_of::<(u64, f64)>()).sum();
-        let names = |s: &String| s.capacity() + std::mem::size_of::<String>();
-        let categories: usize = self.categories.iter().flatten().flat_map(|c| c.iter().map(names)).sum();
-        let classes: usize = self.class_weights.keys().map(|k| names(k) + std::mem::size_of::<i128>()).sum();
-        samples + categories + classes
-    }
-
-    /// The summary as bytes, for an aggregate's state.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        postcard::to_stdvec(self).expect("a summary always serializes")
-    }
-
-    /// A summary read back from [`LevelSummary::to_bytes`]; corrupt bytes are an error.
-    pub fn from_bytes(bytes: &[u8]) -> Result<LevelSummary> {
-        postcard::from_bytes(bytes).map_err(|e| ArborError::Data(format!("a training summary is corrupt: {e}")))
-    }
-}
-
-/// The classes of both, sorted as the label's kind sorts.
-fn class_union(a: Classes, b: Classes) -> Result<Classes> {
-    fn union<T: Ord>(a: Vec<T>, b: Vec<T>) -> Vec<T> {
-        a.into_iter().chain(b).collect::<BTreeSet<T>>().into_iter().collect()
-    }
-    Ok(match (a, b) {
-        (Classes::Int(a), Classes::Int(b)) => Classes::Int(union(a, b)),
-        (Classes::UInt(a), Classes::UInt(b)) => Classes::UInt(union(a, b)),
-        (Classes::Bool(a), Classes::Bool(b)) => Classes::Bool(union(a, b)),
-        (Classes::Str(a), Classes::Str(b)) => Classes::Str(union(a, b)),
-        (a, b) => {
-            return Err(ArborError::Data(format!(
-                "pieces of the training rows hold labels of different kinds: {:?} and {:?}",
-                a.names(),
-                b.names()
-            )))
-        }
-    })
-}
-
-/// At most [`BIN_SAMPLE_ROWS`] of `values`, those of the smallest hashes
-/// (then values): the same whatever pieces they were gathered from.
-fn smallest(mut values: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
-    let order = |a: &(u64, f64), b: &(u64, f64)| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1));
-    if values.len() > BIN_SAMPLE_ROWS {
-        values.select_nth_unstable_by(BIN_SAMPLE_ROWS, order);
-        values.truncate(BIN_SAMPLE_ROWS);
-    }
-    values.sort_unstable_by(order);
-    values
-}
-
-/// A hash of each row's content (features and label), which picks the
-/// rows the bins are fitted on.
-pub(crate) fn row_hashes(data: &TrainingData) -> Vec<u64> {
-    let mut hashes = vec![0x243f_6a88_85a3_08d3u64; data.n_rows()];
-    let text =
-        |s: &str| s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    let number = |x: f64| match x {
-        x if x.is_nan() => 0x7ff8_0000_0000_0000,
-        0.0 => 0,
-        x => x.to_bits(),
-    };
-    for column in &data.columns {
-        match column {
-            FeatureColumn::Categorical { bins, categories } => {
-                let of_bin: Vec<u64> = std::iter::once(1).chain(categories.iter().map(|c| text(c))).collect();
-                hashes.iter_mut().zip(bins).for_each(|(h, &b)| *h = mix(*h ^ of_bin[usize::from(b)]));
-            }
-            FeatureColumn::Numeric(_) => {
-                hashes.iter_mut().enumerate().for_each(|(r, h)| *h = mix(*h ^ number(column.raw_value(r))));
-            }
-        }
-    }
-    match &data.target {
-        Target::Classes(labels) => {
-            let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
-            let of_class: Vec<u64> = names.iter().map(|c| text(c)).collect();
-            hashes.iter_mut().zip(labels).for_each(|(h, &c)| *h = mix(*h ^ of_class[c as usize]));
-        }
-        Target::Values(y) => hashes.iter_mut().zip(y).for_each(|(h, &y)| *h = mix(*h ^ number(y))),
-    }
-    hashes
-}
-
-/// SplitMix64's finalizer: every input bit moves every output bit.
-pub(crate) fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
 
 /// A tree of the current round, growing.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -693,36 +472,6 @@ impl LevelBoosting {
     }
 }
 
-/// The bins of each feature: categorical ones from every category seen,
-/// numeric ones fitted on the content-chosen sample.
-pub(crate) fn fitted_features(
-    names: Vec<(String, String)>,
-    categories: Vec<Option<BTreeSet<String>>>,
-    samples: Vec<Vec<(u64, f64)>>,
-    quantize: &QuantizeParams,
-) -> Result<Vec<Feature>> {
-    names
-        .into_iter()
-        .zip(categories)
-        .zip(samples)
-        .map(|(((name, data_type), categories), sample)| {
-            let arrow_type: arrow::datatypes::DataType = data_type
-                .parse()
-                .map_err(|e| ArborError::Data(format!("feature '{name}': type '{data_type}' cannot be read: {e}")))?;
-            let kind = FeatureType::of(&arrow_type)
-                .ok_or_else(|| ArborError::Data(format!("feature '{name}': type {data_type} cannot be trained on")))?;
-            let mapper = match categories {
-                Some(categories) => BinMapper::categorical(categories.into_iter().collect()),
-                None => {
-                    let values: Vec<f64> = sample.into_iter().map(|(_, x)| x).collect();
-                    BinMapper::fit(&FeatureColumn::Numeric(values.into()), quantize)
-                }
-            };
-            Ok(Feature { name, data_type, kind, mapper })
-        })
-        .collect()
-}
-
 /// An error unless a piece's features are the training's, in its order.
 pub(crate) fn check_features(features: &[Feature], data: &TrainingData) -> Result<()> {
     let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
@@ -753,18 +502,6 @@ pub(crate) fn global_values(features: &[Feature], data: &TrainingData) -> Vec<Ve
             _ => (0..column.len()).map(|r| column.raw_value(r)).collect(),
         })
         .collect()
-}
-
-/// Classification: each row's class index among the training's classes.
-pub(crate) fn global_labels(label: &LabelInfo, data: &TrainingData) -> Result<Option<Vec<u32>>> {
-    let (Target::Classes(local), Some(known)) = (&data.target, &label.classes) else { return Ok(None) };
-    let known: HashMap<String, u32> = known.names().into_iter().zip(0..).collect();
-    let names = data.label.classes.as_ref().map(Classes::names).unwrap_or_default();
-    let map = names
-        .iter()
-        .map(|c| known.get(c).copied().ok_or_else(|| ArborError::Data(format!("class '{c}' was not in the summary"))))
-        .collect::<Result<Vec<u32>>>()?;
-    Ok(Some(local.iter().map(|&c| map[c as usize]).collect()))
 }
 
 /// Makes node `node` a leaf of `stats`' value.

@@ -39,8 +39,11 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::data::canonical_order::mix;
 use crate::data::dataset::TrainingData;
 use crate::data::label::{Classes, LabelInfo, Target};
+use crate::data::summary::global_labels;
+use crate::data::summary::{fitted_features, row_hashes, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
@@ -52,9 +55,7 @@ use crate::train::grower::{
     TreeWeights,
 };
 use crate::train::importance::mean_decrease_impurity;
-use crate::train::level_boosting::{
-    check_features, fitted_features, global_labels, global_values, mix, row_hashes, LevelSummary,
-};
+use crate::train::level_boosting::{check_features, global_values};
 use crate::train::node_key::NodeKey;
 use crate::{Algorithm, ArborError, CheckedParams, ImportanceKind, Result, Task, TrainParams};
 
@@ -1092,24 +1093,29 @@ mod tests {
     }
 
     /// Held-out error as good as the single-node forest's: the trees are
-    /// another draw of the same forest, so the figures are averaged over
-    /// three seeds (one seed's RMSE differs by up to 2% either way).
+    /// another draw of the same forest (Poisson bootstrap counts by row
+    /// hash against the single node's draws), so the figures are averaged
+    /// over sixteen seeds: one seed's RMSE differs by up to 5% either way,
+    /// and the mean of twelve seeds by 2% (seeds 11 to 22: 3.862 level-wise
+    /// against 3.793; all sixteen: 3.825 against 3.836, 2026-11-28).
     #[test]
     fn level_wise_forest_fits_as_the_single_node_forest_does() {
+        const SEEDS: [u64; 16] = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26];
+        let share = 1.0 / SEEDS.len() as f64;
         let (train, test) = (table(12_000, 0), table(4_000, 50_000));
         let (mut single_rmse, mut level_rmse, mut single_accuracy, mut level_accuracy) = (0.0, 0.0, 0.0, 0.0);
-        for seed in [11, 12, 13] {
+        for seed in SEEDS {
             let options = format!("n_trees=20 seed={seed}");
             let single = trainer(&options, "y").fit(std::slice::from_ref(&train)).unwrap();
             let (levels, ..) = train_in_pieces(&options, "y", &train, &[(0, 7000), (7000, 5000)]);
             assert_eq!(single.features(), levels.features());
-            single_rmse += rmse(&single, &test) / 3.0;
-            level_rmse += rmse(&levels, &test) / 3.0;
+            single_rmse += rmse(&single, &test) * share;
+            level_rmse += rmse(&levels, &test) * share;
             let options = format!("n_trees=20 seed={seed} max_features=2");
             let single = trainer(&options, "class").fit(std::slice::from_ref(&train)).unwrap();
             let (levels, ..) = train_in_pieces(&options, "class", &train, &[(0, 3000), (3000, 9000)]);
-            single_accuracy += accuracy(&single, &test) / 3.0;
-            level_accuracy += accuracy(&levels, &test) / 3.0;
+            single_accuracy += accuracy(&single, &test) * share;
+            level_accuracy += accuracy(&levels, &test) * share;
             // MDI ranks the features as the single-node forest's does.
             let rank = |model: &Model| {
                 let importance = model.importance().expect("MDI by default").to_vec();

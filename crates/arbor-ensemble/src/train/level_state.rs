@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::dataset::TrainingData;
 use crate::data::label::Classes;
+use crate::data::summary::LevelSummary;
 use crate::model::Model;
-use crate::train::level_boosting::{LevelBoosting, LevelHistograms, LevelSummary};
+use crate::train::level_boosting::{LevelBoosting, LevelHistograms};
 use crate::train::level_forest::{LevelForest, LevelForestSums};
 use crate::train::node_key::NodeKey;
 use crate::{Algorithm, ArborError, CheckedParams, Result, Task, TrainParams};

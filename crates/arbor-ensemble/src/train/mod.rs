@@ -1,10 +1,12 @@
 //! Training: random forests ([`forest`]) and gradient boosting
 //! ([`boosting`]), both growing trees with the grower ([`grower`]) on the
 //! binned data; boosting's losses ([`loss`]), a forest's out-of-bag
-//! evaluation ([`out_of_bag`]), the feature importances both compute
+//! evaluation ([`out_of_bag`]), the values rows walk finished trees on
+//! ([`walk_values`]), the feature importances both compute
 //! ([`importance`]) and the progress they report ([`progress`]).
 
 pub(crate) mod boosting;
+pub(crate) mod cross_validation;
 pub(crate) mod exact_histograms;
 pub(crate) mod forest;
 pub(crate) mod grower;
@@ -18,11 +20,12 @@ pub(crate) mod loss;
 pub(crate) mod node_key;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
+pub(crate) mod walk_values;
 
 use std::borrow::Cow;
 use std::path::Path;
 
-use crate::data::dataset::TrainingData;
+use crate::data::binned_data::BinnedData;
 use crate::model::Model;
 use crate::params::checked::CheckedParams;
 use crate::params::types::Algorithm;
@@ -51,7 +54,7 @@ pub struct Trained {
 /// to the pool and sleeping until woken (a boosting round on small data
 /// spent more time in those hand-overs than in its histograms).
 pub(crate) fn fit(
-    data: Cow<'_, TrainingData>,
+    data: Cow<'_, BinnedData>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
@@ -60,7 +63,7 @@ pub(crate) fn fit(
 }
 
 fn fit_here(
-    data: Cow<'_, TrainingData>,
+    data: Cow<'_, BinnedData>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,

@@ -7,14 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use arbor_quantize::FeatureColumn;
 use rand::Rng;
 
-use crate::data::dataset::TrainingData;
+use crate::data::binned_data::BinnedData;
 use crate::data::label::Target;
 use crate::model::tree::{Node, Tree};
 use crate::predict::arg_max;
 use crate::train::importance;
+use crate::train::walk_values::WalkValues;
 use crate::Voting;
 
 /// The out-of-bag results of a trained forest.
@@ -69,8 +69,8 @@ fn leaf_error(target: &Target, tree: &Tree, leaf: usize, width: usize, r: usize)
 /// those rows with each feature the tree uses permuted in turn.
 pub(crate) fn evaluate_tree(
     tree: &Tree,
-    data: &TrainingData,
-    columns: &[FeatureColumn],
+    target: &Target,
+    walk: &WalkValues<'_>,
     counts: &[f64],
     width: usize,
     (keep_leaves, mda): (bool, bool),
@@ -81,8 +81,8 @@ pub(crate) fn evaluate_tree(
     let mut leaves = Vec::with_capacity(if keep_leaves { oob.len() } else { 0 });
     let mut errors = 0.0;
     for &r in &oob {
-        let leaf = tree.leaf(|f| columns[f].raw_value(r as usize));
-        errors += leaf_error(&data.target, tree, leaf, width, r as usize);
+        let leaf = tree.leaf(|f| walk.value(f, r as usize));
+        errors += leaf_error(target, tree, leaf, width, r as usize);
         if keep_leaves {
             leaves.push((r, leaf as u32));
         }
@@ -90,14 +90,14 @@ pub(crate) fn evaluate_tree(
     let error = mean(errors);
     let mut increases = Vec::new();
     if mda {
-        let mut used = vec![false; columns.len()];
+        let mut used = vec![false; walk.n_features()];
         for node in &tree.nodes {
             if let Node::Split { feature, .. } = node {
                 used[*feature as usize] = true;
             }
         }
         let mut shuffled = oob.clone();
-        increases = vec![0.0; columns.len()];
+        increases = vec![0.0; walk.n_features()];
         for (j, increase) in increases.iter_mut().enumerate() {
             if !used[j] {
                 continue; // a feature the tree never tests cannot change its answers
@@ -109,8 +109,8 @@ pub(crate) fn evaluate_tree(
                 .iter()
                 .zip(&shuffled)
                 .map(|(&r, &donor)| {
-                    let value = |f: usize| columns[f].raw_value(if f == j { donor } else { r } as usize);
-                    leaf_error(&data.target, tree, tree.leaf(value), width, r as usize)
+                    let value = |f: usize| walk.value(f, if f == j { donor } else { r } as usize);
+                    leaf_error(target, tree, tree.leaf(value), width, r as usize)
                 })
                 .sum();
             *increase = mean(permuted) - error;
@@ -179,7 +179,7 @@ impl OobFold {
     /// The forest's out-of-bag error: each row is predicted by the trees it
     /// was out of bag for, voting as the model votes. Every tree must have
     /// been added.
-    pub(crate) fn error(&self, data: &TrainingData, per_observation: bool) -> OutOfBag {
+    pub(crate) fn error(&self, data: &BinnedData, per_observation: bool) -> OutOfBag {
         debug_assert!(self.waiting.is_empty(), "trees missing before {:?}", self.waiting.keys().next());
         let (votes, seen, width) = (&self.votes, &self.seen, self.width);
         let observations: Vec<OobObservation> = (0..data.n_rows())

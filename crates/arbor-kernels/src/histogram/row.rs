@@ -44,6 +44,29 @@ impl RowBins {
         Some(RowBins { bins, n_features, offsets })
     }
 
+    /// [`RowBins::new`] that takes the codes out of `matrix` a column at a
+    /// time as it copies them, so they are never held twice (the matrix
+    /// keeps its mappers and shape, with no codes). `None`, with the matrix
+    /// untouched, when a feature has more than 256 bins.
+    pub fn take(matrix: &mut BinnedMatrix) -> Option<RowBins> {
+        let n_features = matrix.n_features();
+        let n_rows = matrix.n_rows();
+        let mut offsets = Vec::with_capacity(n_features + 1);
+        offsets.push(0u32);
+        for f in 0..n_features {
+            let BinColumn::U8(_) = matrix.column(f) else { return None };
+            offsets.push(offsets[f] + matrix.mapper(f).n_bins() as u32);
+        }
+        let mut bins = vec![0u8; n_rows * n_features];
+        for f in 0..n_features {
+            let BinColumn::U8(column) = matrix.take_column(f) else { unreachable!("checked above") };
+            for (row, &b) in bins.chunks_exact_mut(n_features).zip(&column) {
+                row[f] = b;
+            }
+        }
+        Some(RowBins { bins, n_features, offsets })
+    }
+
     /// Number of features per row.
     pub fn n_features(&self) -> usize {
         self.n_features

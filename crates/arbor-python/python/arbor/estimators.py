@@ -23,6 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from arbor import _arbor, arrow_data
+from arbor.dataset import Dataset
 
 
 def _option_value(value) -> str:
@@ -110,10 +111,16 @@ class _ArborEstimator(BaseEstimator):
     def _label(self, y) -> pa.Array:
         raise NotImplementedError
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Trains on ``X`` (pyarrow, pandas, polars or NumPy; strings are
         categorical, NaN/None missing) against ``y``, weighting rows by
-        ``sample_weight``. The GIL is released while arbor trains."""
+        ``sample_weight``; or on an ``arbor.Dataset``, which carries its label
+        and weights and was binned once. The GIL is released while arbor trains."""
+        if isinstance(X, Dataset):
+            return self._fit_dataset(X, y, sample_weight)
+        if y is None:
+            msg = f"{type(self).__name__} requires y to be passed, but the target y is None (only an arbor.Dataset carries its own)"
+            raise ValueError(msg)
         data = self._features(X, reset=True)
         label = self._label(y)
         rows = data.num_rows
@@ -143,7 +150,18 @@ class _ArborEstimator(BaseEstimator):
         self._after_fit(label)
         return self
 
-    def _after_fit(self, label: pa.Array) -> None:
+    def _fit_dataset(self, dataset: Dataset, y, sample_weight):
+        """Trains on binned rows; the label and weights are the dataset's."""
+        if y is not None or sample_weight is not None:
+            msg = "an arbor.Dataset carries its label and weights: fit(dataset) takes no y or sample_weight"
+            raise ValueError(msg)
+        self.model_ = dataset.train(self._options())
+        self.n_features_in_ = len(dataset.feature_names)
+        self.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
+        self._after_fit(None)
+        return self
+
+    def _after_fit(self, label: pa.Array | None) -> None:
         pass
 
     def predict(self, X) -> np.ndarray:
@@ -198,7 +216,7 @@ class _Classifier(ClassifierMixin, _ArborEstimator):
             values = values.astype(np.int64)
         return pa.array(values)
 
-    def _after_fit(self, label: pa.Array) -> None:
+    def _after_fit(self, label: pa.Array | None) -> None:
         self.classes_ = self.model_.classes.to_numpy(zero_copy_only=False)
         if getattr(self, "oob", None):
             self.oob_score_ = 1.0 - self.model_.oob_error
@@ -226,8 +244,9 @@ class _Regressor(RegressorMixin, _ArborEstimator):
         assert_all_finite(values, input_name="y")
         return pa.array(values)
 
-    def _after_fit(self, label: pa.Array) -> None:
-        if getattr(self, "oob", None):
+    def _after_fit(self, label: pa.Array | None) -> None:
+        # From a Dataset the labels stay in Rust: no variance to scale by.
+        if getattr(self, "oob", None) and label is not None:
             y = label.to_numpy(zero_copy_only=False).astype(np.float64)
             variance = float(np.var(y))
             self.oob_score_ = 1.0 - self.model_.oob_error / variance if variance > 0 else float("nan")

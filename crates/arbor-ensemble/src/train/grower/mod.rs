@@ -74,6 +74,13 @@ pub(crate) struct GrowSettings {
     /// Depth-first growth scanning every feature: split nodes of this many
     /// rows or more grow their subtrees in parallel ([`FORK_MIN_ROWS`]).
     pub fork_min_rows: usize,
+    /// Whether a classification tree may copy its rows' bins into keyed row
+    /// records (faster; a byte per feature per row of the tree): forests
+    /// turn it off when the records of the trees in flight would not fit
+    /// the memory limit. Class counts sum exactly, so the tree is the same
+    /// either way; regression's value records always stay (their sums, in
+    /// another order, could break ties otherwise).
+    pub row_records: bool,
 }
 
 impl GrowSettings {
@@ -310,7 +317,7 @@ pub(crate) fn grow_tree(
     // response (values without sample weights), and nodes read nothing by
     // row id. Otherwise the keys by row id.
     let records = match *target {
-        _ if keyed => RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r)),
+        _ if keyed && settings.row_records => RowRecords::with_keys(matrix, &rows, |r| count_key(labels, counts, r)),
         HistogramTarget::Values { y } if draws && weights_held.is_none() => {
             RowRecords::with_values(matrix, &rows, counts, y)
         }
@@ -694,6 +701,7 @@ mod tests {
             random_splitter: false,
             max_leaf_nodes: 0,
             fork_min_rows: 0,
+            row_records: true,
         };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let tree_weights = TreeWeights { counts: Cow::Borrowed(counts), weights };
@@ -807,6 +815,7 @@ mod tests {
             random_splitter: false,
             max_leaf_nodes: 0,
             fork_min_rows: 0,
+            row_records: true,
         };
         let rows: Vec<u32> = (0..n as u32).collect();
         let on = |fork_min_rows| {

@@ -1,0 +1,119 @@
+//! Binned data: every way in bins the same rows alike and trains the same
+//! model, binned data trains again with other options, and options that
+//! would bin the rows otherwise are refused.
+
+mod common;
+
+use arbor_ensemble::{BinnedData, TrainParams, Trainer, BIN_SAMPLE_ROWS};
+use arrow::array::RecordBatch;
+use common::read;
+
+fn trainer(options: &str) -> Trainer<'static> {
+    Trainer::new(TrainParams::parse_options(options).unwrap())
+}
+
+/// Batches (whole, or cut and reordered), a column at a time, and
+/// prepared data all give the same model bytes: the bins come from a
+/// sample chosen by content (flights has more rows than the sample) and
+/// the rows are put in one order by their bins.
+#[test]
+fn every_way_in_bins_alike() {
+    let batch = read("flights_cls_train.parquet", usize::MAX);
+    assert!(batch.num_rows() > 2 * BIN_SAMPLE_ROWS, "the sample is a part of the rows");
+    let n = batch.num_rows();
+    let pieces: Vec<RecordBatch> = [(n / 2, n - n / 2), (0, 70_001), (70_001, n / 2 - 70_001)]
+        .iter()
+        .map(|&(at, len)| batch.slice(at, len))
+        .collect();
+    for options in ["n_trees=3 max_depth=8 oob=true", "algorithm=gradient-boosting n_rounds=5 sample_fraction=0.5"] {
+        let trainer = trainer(options);
+        let whole = trainer.fit(&batch).unwrap().to_bytes();
+        assert_eq!(trainer.fit(pieces.clone()).unwrap().to_bytes(), whole, "{options}: batches cut and reordered");
+        let quantize = trainer.params().tree().quantize_params();
+        let by_column = BinnedData::read_columns(&batch.schema(), trainer.roles(), None, quantize, |name| {
+            Ok(pieces.iter().map(|p| p.column_by_name(name).unwrap().clone()).collect())
+        })
+        .unwrap();
+        assert_eq!(trainer.fit_binned(&by_column).unwrap().model.to_bytes(), whole, "{options}: a column at a time");
+        let prepared = trainer.training_data(&batch).unwrap();
+        assert_eq!(trainer.fit_data(&prepared).unwrap().model.to_bytes(), whole, "{options}: prepared data");
+    }
+}
+
+/// Binned once, trained many times: each fit is the model `fit` trains
+/// with those options, and the binned data is unchanged by training.
+#[test]
+fn binned_data_trains_again_with_other_options() {
+    let batch = read("diamonds_reg_train.parquet", 20_000);
+    let binned = trainer("n_trees=4").bin(std::slice::from_ref(&batch)).unwrap();
+    assert_eq!(binned.n_rows(), 20_000);
+    for options in ["n_trees=4", "n_trees=6 max_depth=5 seed=3", "algorithm=gradient-boosting n_rounds=8"] {
+        let trainer = trainer(options);
+        let once = trainer.fit_binned(&binned).unwrap().model.to_bytes();
+        assert_eq!(once, trainer.fit(&batch).unwrap().to_bytes(), "{options}");
+        assert_eq!(trainer.fit_binned(&binned).unwrap().model.to_bytes(), once, "{options}, again");
+    }
+}
+
+/// Options that change the bins, or the task, are refused by name with both values.
+#[test]
+fn options_that_bin_otherwise_are_refused() {
+    let batch = read("diamonds_reg_train.parquet", 2_000);
+    let binned = trainer("max_bins=64").bin(std::slice::from_ref(&batch)).unwrap();
+    let refusal = |options: &str| trainer(options).fit_binned(&binned).unwrap_err().to_string();
+    let e = refusal("n_trees=2");
+    assert!(e.contains("max_bins") && e.contains("256") && e.contains("64"), "{e}");
+    let e = refusal("max_bins=64 min_bin_size=9");
+    assert!(e.contains("min_bin_size") && e.contains('9') && e.contains('5'), "{e}");
+    let e = refusal("max_bins=64 split_method=exact");
+    assert!(e.contains("split_method") && e.contains("exact") && e.contains("hist"), "{e}");
+    let e = refusal("max_bins=64 task=classification");
+    assert!(e.contains("task"), "{e}");
+    assert!(trainer("max_bins=64 n_trees=2").fit_binned(&binned).is_ok());
+}
+
+/// A forest or boosting whose size alone would not fit in memory is an
+/// error naming the option and the bytes, before anything is allocated.
+#[test]
+fn ensembles_too_large_for_memory_are_errors_that_name_the_option() {
+    let batch = read("diamonds_reg_train.parquet", 500);
+    let e = trainer("n_trees=1000000000").fit(&batch).unwrap_err().to_string();
+    assert!(e.contains("n_trees=1000000000") && e.contains("GB") && e.contains("needs"), "{e}");
+    let e = trainer("algorithm=gradient-boosting n_rounds=1000000000").fit(&batch).unwrap_err().to_string();
+    assert!(e.contains("boosting with n_rounds=1000000000 needs"), "{e}");
+}
+
+/// Cross-validation deals every row into one fold, trains each fold's model
+/// on the others with the table's bins, and scores it on its own rows: the
+/// scores are what held-out data shows (flights' accuracy about 0.89, the
+/// diamonds forest's RMSE near its test file's).
+#[test]
+fn cross_validation_scores_each_fold_on_its_own_rows() {
+    let flights = read("flights_cls_train.parquet", 30_000);
+    let forest = trainer("n_trees=10 seed=4");
+    let binned = forest.bin(std::slice::from_ref(&flights)).unwrap();
+    let folds = forest.cross_validate(&binned, 5).unwrap();
+    assert_eq!(folds.len(), 5);
+    assert!(folds.iter().all(|f| f.held_out_rows == 6_000 && f.training_rows == 24_000));
+    for fold in &folds {
+        assert!((0.86..0.93).contains(&fold.score), "fold accuracy {}", fold.score);
+    }
+    let again = forest.cross_validate(&binned, 5).unwrap();
+    assert!(folds.iter().zip(&again).all(|(a, b)| a.model.to_bytes() == b.model.to_bytes()), "seeded folds");
+
+    let diamonds = read("diamonds_reg_train.parquet", 20_000);
+    let forest = trainer("n_trees=10");
+    let binned = forest.bin(std::slice::from_ref(&diamonds)).unwrap();
+    let folds = forest.cross_validate(&binned, 4).unwrap();
+    let test = read("diamonds_reg_test.parquet", usize::MAX);
+    let tested = common::rmse(&forest.fit(&diamonds).unwrap(), &test);
+    for fold in &folds {
+        assert!(
+            (fold.score - tested).abs() < 0.25 * tested,
+            "fold RMSE {} against the test file's {tested}",
+            fold.score
+        );
+    }
+    let e = forest.cross_validate(&binned, 1).unwrap_err();
+    assert!(e.to_string().contains("folds"), "{e}");
+}

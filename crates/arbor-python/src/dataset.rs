@@ -1,0 +1,148 @@
+//! `arbor._arbor.BinnedRows`: training rows binned once, from a Python
+//! source read twice, then trained on and cross-validated as often as asked
+//! (the Rust half of `arbor.Dataset`).
+
+use std::sync::Arc;
+
+use arbor_ensemble::{ArborError, BatchSource, BinnedData, ColumnRoles, TrainParams, Trainer};
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use pyo3::prelude::*;
+use pyo3_arrow::input::AnyRecordBatch;
+
+use crate::model::Model;
+use crate::python_error::value_error;
+
+/// Rows from a Python callable that returns a new Arrow stream (anything
+/// with `__arrow_c_stream__`) each time it is called: one call a pass.
+struct PythonSource {
+    open: Py<PyAny>,
+    schema: SchemaRef,
+}
+
+impl PythonSource {
+    /// A stream from `open`, taken over while the GIL is held; read without it.
+    fn stream(open: &Py<PyAny>) -> PyResult<Box<dyn arrow::array::RecordBatchReader + Send>> {
+        Python::attach(|py| {
+            let stream = open.call0(py)?;
+            stream.bind(py).extract::<AnyRecordBatch>()?.into_reader()
+        })
+    }
+}
+
+impl BatchSource for PythonSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn batches(
+        &self,
+    ) -> arbor_ensemble::Result<Box<dyn Iterator<Item = arbor_ensemble::Result<RecordBatch>> + Send + '_>> {
+        let reader = PythonSource::stream(&self.open)
+            .map_err(|e| ArborError::Data(format!("the source could not be read again: {e}")))?;
+        Ok(Box::new(reader.map(|batch| batch.map_err(|e| ArborError::Data(format!("reading the source: {e}"))))))
+    }
+}
+
+/// Training rows binned once: the bins, label, weights and row order that
+/// every fit on them shares.
+#[pyclass(module = "arbor", frozen)]
+pub struct BinnedRows {
+    inner: Arc<BinnedData>,
+    /// The options it was binned with (the label's task, the bins').
+    options: Vec<(String, String)>,
+}
+
+#[pymethods]
+impl BinnedRows {
+    /// Rows binned (null labels excluded).
+    #[getter]
+    fn n_rows(&self) -> usize {
+        self.inner.n_rows()
+    }
+
+    /// The feature names, in the order models trained on these rows know them.
+    #[getter]
+    fn feature_names(&self) -> Vec<String> {
+        self.inner.features().iter().map(|f| f.name.clone()).collect()
+    }
+
+    /// `classification` or `regression`.
+    #[getter]
+    fn task(&self) -> &'static str {
+        self.inner.task().name()
+    }
+
+    /// Bytes the binned rows hold.
+    #[getter]
+    fn size_bytes(&self) -> usize {
+        self.inner.size_bytes()
+    }
+}
+
+/// The trainer for `options`, with these rows' binning options under them.
+fn trainer(rows: &BinnedRows, options: &[(String, String)]) -> PyResult<Trainer<'static>> {
+    let mut params = TrainParams::default();
+    for (key, value) in rows.options.iter().chain(options) {
+        params.set(key, value).map_err(value_error)?;
+    }
+    Ok(Trainer::new(params))
+}
+
+/// Bins the rows `open()` streams (called once a pass, twice in all), with
+/// `label` (and `weight`, `features`) and the binning options among
+/// `options` (`max_bins`, `min_bin_size`, `split_method`, `task`).
+#[pyfunction]
+#[pyo3(signature = (open, *, label, options, weight=None, features=None))]
+pub fn bin_rows(
+    py: Python<'_>,
+    open: Py<PyAny>,
+    label: String,
+    options: Vec<(String, String)>,
+    weight: Option<String>,
+    features: Option<Vec<String>>,
+) -> PyResult<BinnedRows> {
+    let mut params = TrainParams::default();
+    for (key, value) in &options {
+        params.set(key, value).map_err(value_error)?;
+    }
+    let schema = PythonSource::stream(&open)?.schema();
+    let source = PythonSource { open, schema };
+    let roles = ColumnRoles { label, features, weight };
+    let mut trainer = Trainer::new(params).label(roles.label.clone());
+    if let Some(features) = roles.features {
+        trainer = trainer.features(features);
+    }
+    if let Some(weight) = roles.weight {
+        trainer = trainer.weight(weight);
+    }
+    let binned = py.detach(|| trainer.bin(&source)).map_err(value_error)?;
+    Ok(BinnedRows { inner: Arc::new(binned), options })
+}
+
+/// Trains a model on binned rows with `options` (those that would bin the
+/// rows otherwise are refused).
+#[pyfunction]
+#[pyo3(signature = (rows, *, options))]
+pub fn train_binned(py: Python<'_>, rows: &BinnedRows, options: Vec<(String, String)>) -> PyResult<Model> {
+    let trainer = trainer(rows, &options)?;
+    let data = rows.inner.clone();
+    let trained = py.detach(|| trainer.fit_binned(&data)).map_err(value_error)?;
+    Ok(Model::new(trained.model))
+}
+
+/// `folds`-fold cross-validation on binned rows: per fold, its model, the
+/// rows it trained on and was scored on, and its score (accuracy, or RMSE).
+#[pyfunction]
+#[pyo3(signature = (rows, *, options, folds))]
+pub fn cross_validate(
+    py: Python<'_>,
+    rows: &BinnedRows,
+    options: Vec<(String, String)>,
+    folds: usize,
+) -> PyResult<Vec<(Model, usize, usize, f64)>> {
+    let trainer = trainer(rows, &options)?;
+    let data = rows.inner.clone();
+    let folds = py.detach(|| trainer.cross_validate(&data, folds)).map_err(value_error)?;
+    Ok(folds.into_iter().map(|f| (Model::new(f.model), f.training_rows, f.held_out_rows, f.score)).collect())
+}
