@@ -10,7 +10,7 @@ use std::path::Path;
 
 use arrow::array::RecordBatch;
 
-use crate::data::dataset::ColumnRoles;
+use crate::data::dataset::{field_list, ColumnRoles};
 use crate::train::{fit, Trained};
 use crate::{ArborError, BatchSource, BinnedData, CheckedParams, Model, Progress, Result, TrainParams, TrainingData};
 
@@ -306,8 +306,4 @@ impl IntoBatches for &RecordBatch {
     fn into_batches(self) -> Vec<RecordBatch> {
         vec![self.clone()]
     }
-}
-
-fn field_list(schema: &arrow::datatypes::Schema) -> String {
-    schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>().join(", ")
 }

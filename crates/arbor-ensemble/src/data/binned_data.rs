@@ -22,7 +22,10 @@ use arrow::datatypes::{DataType, Schema, SchemaRef};
 use rayon::prelude::*;
 
 use crate::data::canonical_order::binned_order;
-use crate::data::dataset::{check_features, ColumnRoles, FeatureSpec, LabelRows, NamedColumn, TrainingData};
+use crate::data::dataset::{
+    check_features, feature_names, field_list, gather, index_of, target_len, ColumnRoles, FeatureSpec, LabelRows,
+    NamedColumn, TrainingData,
+};
 use crate::data::label::{LabelInfo, Target};
 use crate::data::summary::{
     add_column_hashes, column_sample, finish_row_hashes, fitted_features, global_labels, LevelSummary, SummaryStream,
@@ -141,16 +144,9 @@ impl BinnedData {
         quantize: QuantizeParams,
         read: impl Fn(&str) -> Result<Vec<ArrayRef>> + Sync,
     ) -> Result<BinnedData> {
-        let field = |name: &str| -> Result<DataType> {
-            let index = schema.index_of(name).map_err(|_| ArborError::MissingColumn {
-                column: name.to_owned(),
-                available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
-            })?;
-            Ok(schema.field(index).data_type().clone())
-        };
+        let field = |name: &str| -> Result<DataType> { Ok(schema.field(index_of(schema, name)?).data_type().clone()) };
         let label_type = field(&roles.label)?;
-        let specs = Pieces { schema, roles, task }
-            .feature_names()
+        let specs = feature_names(schema, roles)
             .into_iter()
             .map(|name| Ok(FeatureSpec { data_type: field(&name)?, name }))
             .collect::<Result<Vec<_>>>()?;
@@ -376,10 +372,7 @@ impl BinnedData {
 
     /// Number of rows (null labels excluded).
     pub fn n_rows(&self) -> usize {
-        match &self.target {
-            Target::Classes(c) => c.len(),
-            Target::Values(v) => v.len(),
-        }
+        target_len(&self.target)
     }
 
     /// Rows dropped because their label was null.
@@ -434,15 +427,11 @@ impl Pieces<'_> {
             )));
         }
         let column = |name: &str| -> Result<NamedColumn> {
-            let index = self.schema.index_of(name).map_err(|_| ArborError::MissingColumn {
-                column: name.to_owned(),
-                available: self.schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
-            })?;
-            Ok(NamedColumn { name: name.to_owned(), arrays: vec![batch.column(index).clone()] })
+            Ok(NamedColumn { name: name.to_owned(), arrays: vec![batch.column(index_of(self.schema, name)?).clone()] })
         };
         let label = column(&self.roles.label)?;
         let weight = self.roles.weight.as_deref().map(column).transpose()?;
-        let features = self.feature_names().iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
+        let features = feature_names(self.schema, self.roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         let rows = batch.num_rows();
         if rows == 0 {
             return Ok(Piece::Empty);
@@ -454,28 +443,11 @@ impl Pieces<'_> {
         Ok(Piece::Rows(Box::new(TrainingData::from_columns_unsorted(label, features, weight, self.task, declared)?)))
     }
 
-    /// The features named, or by default every column but the label and the weight.
-    fn feature_names(&self) -> Vec<String> {
-        match &self.roles.features {
-            Some(names) => names.clone(),
-            None => self
-                .schema
-                .fields()
-                .iter()
-                .map(|f| f.name().clone())
-                .filter(|n| *n != self.roles.label && Some(n) != self.roles.weight.as_ref())
-                .collect(),
-        }
-    }
-
     /// The error of an input without a row to train on: empty, or every label null.
     fn nothing_to_train(&self, source: &(impl BatchSource + ?Sized)) -> ArborError {
         let rows: usize = source.batches().map_or(0, |b| b.flatten().map(|b| b.num_rows()).sum());
-        if self.schema.index_of(&self.roles.label).is_err() {
-            return ArborError::MissingColumn {
-                column: self.roles.label.clone(),
-                available: self.schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
-            };
+        if let Err(missing) = index_of(self.schema, &self.roles.label) {
+            return missing;
         }
         if rows == 0 {
             ArborError::NothingToTrain("training data is empty (0 rows)".into())
@@ -511,10 +483,7 @@ impl Bins {
     }
 
     fn rows(&self) -> usize {
-        match &self.target {
-            Target::Classes(c) => c.len(),
-            Target::Values(v) => v.len(),
-        }
+        target_len(&self.target)
     }
 
     /// Bins one batch's rows with the training's bins and appends them.
@@ -576,23 +545,10 @@ impl Bins {
     }
 }
 
-/// `values` in the order of `rows` (positions into `values`).
-fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
-    rows.iter().map(|&r| values[r as usize]).collect()
-}
-
 /// The raw values [`BinnedData::read_columns`] keeps between its passes
 /// rather than read again: a small table is read once, a large one holds
 /// no more than this beside its bins.
 const KEEP_READ_BYTES: usize = 64 << 20;
-
-/// Rows of a target.
-fn target_len(target: &Target) -> usize {
-    match target {
-        Target::Classes(c) => c.len(),
-        Target::Values(v) => v.len(),
-    }
-}
 
 /// The value behind `mutex`, also after a panic elsewhere (which fails the read anyway).
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -606,8 +562,4 @@ fn check_bins(rows: usize, width: usize) -> Result<()> {
 
 fn too_many_rows(rows: u64) -> ArborError {
     ArborError::Data(format!("{rows} training rows; training takes at most {} (4,294,967,295)", u32::MAX))
-}
-
-fn field_list(schema: &Schema) -> String {
-    schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>().join(", ")
 }

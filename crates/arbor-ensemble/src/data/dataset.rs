@@ -21,7 +21,7 @@ enum RowOrder {
 }
 
 /// Rows of a target.
-fn target_len(target: &Target) -> usize {
+pub(crate) fn target_len(target: &Target) -> usize {
     match target {
         Target::Classes(c) => c.len(),
         Target::Values(v) => v.len(),
@@ -413,7 +413,7 @@ struct PendingColumn<'a> {
 }
 
 /// The position of column `name` in `schema`, or an error listing the columns there are.
-fn index_of(schema: &Schema, name: &str) -> Result<usize> {
+pub(crate) fn index_of(schema: &Schema, name: &str) -> Result<usize> {
     schema.index_of(name).map_err(|_| ArborError::MissingColumn {
         column: name.to_owned(),
         available: schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", "),
@@ -421,7 +421,7 @@ fn index_of(schema: &Schema, name: &str) -> Result<usize> {
 }
 
 /// The features named, or by default every column but the label and the weight.
-fn feature_names(schema: &Schema, roles: &ColumnRoles) -> Vec<String> {
+pub(crate) fn feature_names(schema: &Schema, roles: &ColumnRoles) -> Vec<String> {
     match &roles.features {
         Some(names) => names.clone(),
         None => schema
@@ -462,7 +462,7 @@ fn align(what: &str, name: &str, arrays: Vec<ArrayRef>, label: &str, lengths: &[
 }
 
 /// `values` in the order of `rows` (positions into `values`).
-fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
+pub(crate) fn gather<T: Copy>(values: &[T], rows: &[u32]) -> Vec<T> {
     rows.iter().map(|&r| values[r as usize]).collect()
 }
 
@@ -490,4 +490,9 @@ fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {
         return Err(ArborError::NothingToTrain(format!("weight column '{name}' sums to zero; nothing to train on")));
     }
     Ok(out)
+}
+
+/// A schema's fields as `name: type, ...`, for errors about schemas that differ.
+pub(crate) fn field_list(schema: &Schema) -> String {
+    schema.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>().join(", ")
 }

@@ -26,22 +26,13 @@ impl RowBins {
     /// A row-major copy of `matrix`, or `None` when a feature has more than
     /// 256 bins (those keep the column-wise kernels).
     pub fn new(matrix: &BinnedMatrix) -> Option<RowBins> {
-        let n_features = matrix.n_features();
-        let n_rows = matrix.n_rows();
-        let mut offsets = Vec::with_capacity(n_features + 1);
-        offsets.push(0u32);
-        for f in 0..n_features {
-            let BinColumn::U8(_) = matrix.column(f) else { return None };
-            offsets.push(offsets[f] + matrix.mapper(f).n_bins() as u32);
-        }
-        let mut bins = vec![0u8; n_rows * n_features];
-        for f in 0..n_features {
-            let BinColumn::U8(column) = matrix.column(f) else { return None };
-            for (row, &b) in bins.chunks_exact_mut(n_features).zip(column) {
-                row[f] = b;
+        let mut rows = RowBins::empty(matrix)?;
+        for f in 0..matrix.n_features() {
+            if let BinColumn::U8(codes) = matrix.column(f) {
+                rows.put(f, codes);
             }
         }
-        Some(RowBins { bins, n_features, offsets })
+        Some(rows)
     }
 
     /// [`RowBins::new`] that takes the codes out of `matrix` a column at a
@@ -49,22 +40,33 @@ impl RowBins {
     /// keeps its mappers and shape, with no codes). `None`, with the matrix
     /// untouched, when a feature has more than 256 bins.
     pub fn take(matrix: &mut BinnedMatrix) -> Option<RowBins> {
+        let mut rows = RowBins::empty(matrix)?;
+        for f in 0..matrix.n_features() {
+            if let BinColumn::U8(codes) = matrix.take_column(f) {
+                rows.put(f, &codes);
+            }
+        }
+        Some(rows)
+    }
+
+    /// Zeroed bins of `matrix`'s shape and its offsets; `None` when a
+    /// feature's codes are not bytes.
+    fn empty(matrix: &BinnedMatrix) -> Option<RowBins> {
         let n_features = matrix.n_features();
-        let n_rows = matrix.n_rows();
         let mut offsets = Vec::with_capacity(n_features + 1);
         offsets.push(0u32);
         for f in 0..n_features {
             let BinColumn::U8(_) = matrix.column(f) else { return None };
             offsets.push(offsets[f] + matrix.mapper(f).n_bins() as u32);
         }
-        let mut bins = vec![0u8; n_rows * n_features];
-        for f in 0..n_features {
-            let BinColumn::U8(column) = matrix.take_column(f) else { unreachable!("checked above") };
-            for (row, &b) in bins.chunks_exact_mut(n_features).zip(&column) {
-                row[f] = b;
-            }
+        Some(RowBins { bins: vec![0u8; matrix.n_rows() * n_features], n_features, offsets })
+    }
+
+    /// Writes feature `f`'s codes into every row.
+    fn put(&mut self, f: usize, codes: &[u8]) {
+        for (row, &b) in self.bins.chunks_exact_mut(self.n_features).zip(codes) {
+            row[f] = b;
         }
-        Some(RowBins { bins, n_features, offsets })
     }
 
     /// Number of features per row.
