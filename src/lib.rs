@@ -17,8 +17,9 @@ mod memory_size;
 
 pub use arbor_datafusion as datafusion;
 pub use arbor_ensemble as ensemble;
+pub use arbor_ensemble::release_free_memory;
 pub use arbor_kernels as kernels;
 pub use arbor_quantize as quantize;
 pub use error::CliError;
-pub use malloc_thresholds::{fix_malloc_thresholds, release_free_memory};
+pub use malloc_thresholds::fix_malloc_thresholds;
 pub use memory_size::parse_size;

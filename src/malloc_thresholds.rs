@@ -39,20 +39,6 @@ pub fn fix_malloc_thresholds() -> bool {
     }
 }
 
-/// Hands the allocator's free pages back to the kernel (glibc's
-/// `malloc_trim`): after binning, the chunks the reading threads freed sit
-/// in their arenas below live blocks, where the trim threshold never
-/// reaches them, and would count in training's resident memory. Elsewhere
-/// than glibc, does nothing.
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the kernel; it is
-    // safe to call at any time from any thread.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     /// glibc takes both values (it refuses an mmap threshold above 32 MiB).

@@ -8,6 +8,7 @@ use arbor_datafusion::model_bytes;
 use arbor_ensemble::Model;
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{Float64Type, Int32Type, Int64Type};
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 fn data(name: &str) -> String {
@@ -18,6 +19,19 @@ async fn session(partitions: usize, batch_size: usize) -> SessionContext {
     let config = SessionConfig::new().with_target_partitions(partitions).with_batch_size(batch_size);
     let ctx = SessionContext::new_with_config(config);
     arbor_datafusion::register(&ctx);
+    with_tables(ctx).await
+}
+
+/// A session with arbor's functions but not the rule that bins as it reads:
+/// every `train_forest` collects its rows, as under GROUP BY.
+async fn aggregate_session(partitions: usize, batch_size: usize) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(partitions).with_batch_size(batch_size);
+    let mut state = SessionStateBuilder::new().with_config(config).with_default_features().build();
+    arbor_datafusion::register_all(&mut state).unwrap();
+    with_tables(SessionContext::new_with_state(state)).await
+}
+
+async fn with_tables(ctx: SessionContext) -> SessionContext {
     for (name, file) in [
         ("flights_train", "flights_cls_train.parquet"),
         ("flights_test", "flights_cls_test.parquet"),
@@ -264,7 +278,7 @@ async fn sql_errors_are_clear() {
         "SELECT train_forest(label, dep_delay, 'on_group_error=fail') FROM flights_train WHERE month > 12",
     )
     .await;
-    assert!(e.contains("on_group_error=fail") && e.contains("a group of 0 rows") && e.contains("empty"), "{e}");
+    assert!(e.contains("on_group_error=fail") && e.contains("its input") && e.contains("empty"), "{e}");
     let e = query_err(&ctx, "SELECT train_forest(label) FROM flights_train").await;
     assert!(e.contains("at least one feature"), "{e}");
     let e = query_err(
@@ -403,4 +417,95 @@ async fn model_columns_written_before_the_struct_still_predict() {
             expected.iter().flat_map(|b| b.column(0).as_primitive::<Int32Type>().values().to_vec()).collect();
         assert_eq!(got, want, "skip_metadata={skip_metadata}");
     }
+}
+
+/// The model bytes of the one-row result of `sql`.
+async fn model_of(ctx: &SessionContext, sql: &str) -> Vec<u8> {
+    let batches = query(ctx, sql).await;
+    model_bytes(batches[0].column(0), 0).unwrap_or_else(|| panic!("{sql}: no model")).to_vec()
+}
+
+/// The physical plan of `sql`, as EXPLAIN prints it.
+async fn physical_plan(ctx: &SessionContext, sql: &str) -> String {
+    let batches = query(ctx, &format!("EXPLAIN {sql}")).await;
+    let plans = batches[0].column(1).as_string::<i32>();
+    plans.iter().flatten().collect::<Vec<_>>().join("\n")
+}
+
+/// Without GROUP BY, `train_forest` bins as it reads (its input read twice
+/// when it gives the same rows each time, else held once read) and trains
+/// the very model the collecting aggregate trains, over several partitions
+/// and small batches: classification with categorical features,
+/// regression, sample weights, gradient boosting, exact splits.
+#[tokio::test]
+async fn binned_training_trains_the_aggregates_model() {
+    let binned = session(3, 5000).await;
+    let collected = aggregate_session(3, 5000).await;
+    let cases = [
+        (format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=4') FROM flights_train"), true),
+        (
+            format!(
+                "SELECT train_forest(label, {FLIGHT_FEATURES}, w, 'weight=w n_trees=3 max_depth=6')
+                 FROM (SELECT *, 1.0 + month % 3 AS w FROM flights_train WHERE distance > 300)"
+            ),
+            true,
+        ),
+        (
+            "SELECT train_forest(label, carat, cut, color, clarity, depth, \"table\", x, y, z, \
+             'algorithm=gradient-boosting n_rounds=8') FROM diamonds_train"
+                .to_owned(),
+            true,
+        ),
+        (
+            "SELECT train_forest(label, carat, depth, 'n_trees=2 split_method=exact') FROM diamonds_train".to_owned(),
+            true,
+        ),
+        // A limit and a volatile function may give other rows when read again: read once.
+        (format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=3') FROM (SELECT * FROM flights_train LIMIT 30000)"), false),
+        (
+            "SELECT train_forest(label, dep_delay, r, 'n_trees=2') FROM (SELECT *, random() AS r FROM flights_train)"
+                .to_owned(),
+            false,
+        ),
+    ];
+    for (sql, twice) in &cases {
+        let plan = physical_plan(&binned, sql).await;
+        let reads = if *twice { "reads its input twice" } else { "holds its input read once" };
+        assert!(plan.contains("BinnedTrainingExec") && plan.contains(reads), "{sql}\n{plan}");
+        assert!(!physical_plan(&collected, sql).await.contains("BinnedTrainingExec"));
+        if sql.contains("random()") {
+            continue; // other rows each run
+        }
+        assert!(model_of(&binned, sql).await == model_of(&collected, sql).await, "{sql}: the models differ");
+    }
+    let trained = query(&binned, &cases[5].0).await;
+    assert!(model_bytes(trained[0].column(0), 0).is_some(), "a volatile input trains too");
+}
+
+/// GROUP BY keeps the collecting aggregate: each group's rows are held until it trains.
+#[tokio::test]
+async fn grouped_training_keeps_the_aggregate() {
+    let ctx = session(2, 8192).await;
+    let plan =
+        physical_plan(&ctx, "SELECT carrier, train_forest(label, dep_delay) FROM flights_train GROUP BY carrier").await;
+    assert!(!plan.contains("BinnedTrainingExec"), "{plan}");
+}
+
+/// The session's memory limit bounds training: a request past it is an
+/// error naming the figure, not an abort; within it the model trains.
+#[tokio::test]
+async fn the_sessions_memory_limit_bounds_training() {
+    let ctx = session(2, 8192).await;
+    let sql = format!("SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=2') FROM flights_train");
+    query(&ctx, "SET datafusion.runtime.memory_limit = '1M'").await;
+    let e = query_err(&ctx, &sql).await;
+    assert!(e.contains("needs") && e.contains("the session's memory pool") && e.contains("MB"), "{e}");
+    // Held input is counted against the pool as it arrives.
+    let limited = format!(
+        "SELECT train_forest(label, {FLIGHT_FEATURES}, 'n_trees=2') FROM (SELECT * FROM flights_train LIMIT 200000)"
+    );
+    let e = query_err(&ctx, &limited).await;
+    assert!(e.contains("Resources exhausted") || e.contains("the session's memory pool"), "{e}");
+    query(&ctx, "SET datafusion.runtime.memory_limit = '512M'").await;
+    assert!(!model_of(&ctx, &sql).await.is_empty());
 }

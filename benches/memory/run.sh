@@ -14,8 +14,11 @@
 # With --cgroup-fraction F (or CGROUP_FRACTION=F, e.g. 0.6) every process runs
 # in a cgroup-v1 memory cgroup limited to F x the raw matrix, and the table
 # says "killed" for a process the kernel killed. Needs root for that.
+# Column "arbor sql" is the same training as one SQL statement in `arbor sql`
+# (train_forest without GROUP BY over the Parquet table, DataFusion's
+# default two partitions).
 # Environment: ARBOR (target/release/arbor; ARBOR=- runs the peers only),
-# PYTHON (python3, with benches/peers/requirements.txt), PEERS ("onedal
+# PYTHON (python3, with benches/peers/requirements.txt), PEERS (empty: none; "onedal
 # lightgbm xgboost"), TIMEOUT (seconds per run, none by default), LOG_DIR
 # (keeps every run's output and /usr/bin/time line). Cells: peak MB (10^6
 # bytes), its ratio to the raw matrix, wall seconds of the process (load + fit).
@@ -25,7 +28,7 @@ fraction="${CGROUP_FRACTION:-}"
 if [[ "${1:-}" == --cgroup-fraction ]]; then fraction="$2"; shift 2; fi
 arbor="${ARBOR:-target/release/arbor}"
 python="${PYTHON:-python3}"
-peers="${PEERS:-onedal lightgbm xgboost}"
+peers="${PEERS-onedal lightgbm xgboost}"
 inputs=("$@")
 if [[ ${#inputs[@]} -eq 0 ]]; then
     inputs=(target/memory-bench/synth_cls_4000k_train.parquet target/cluster-bench/train)
@@ -67,11 +70,12 @@ measure() {
 }
 
 printf '%-32s %-14s %7s  %-9s' file "rows x feat" "raw MB" algorithm
-for tool in arbor $peers; do printf ' %-20s' "$tool"; done
+for tool in arbor "arbor sql" $peers; do printf ' %-20s' "$tool"; done
 echo
 for input in "${inputs[@]}"; do
-    read -r rows features < <("$python" -c "import pyarrow.dataset as d, sys
-t = d.dataset(sys.argv[1], format='parquet'); print(t.count_rows(), len(t.schema.names) - 1)" "$input")
+    read -r rows features columns < <("$python" -c "import pyarrow.dataset as d, sys
+t = d.dataset(sys.argv[1], format='parquet')
+print(t.count_rows(), len(t.schema.names) - 1, ','.join(n for n in t.schema.names if n != 'label'))" "$input")
     raw=$((rows * features * 4))
     if [[ -n "$cgroup" ]]; then
         echo 0 >"$cgroup/memory.force_empty" 2>/dev/null || true
@@ -80,10 +84,16 @@ t = d.dataset(sys.argv[1], format='parquet'); print(t.count_rows(), len(t.schema
     name="$(basename "$input")"
     name="${name%.parquet}"
     for algorithm in forest boosting; do
-        if [[ $algorithm == forest ]]; then options=(--set n_trees=20); else options=(--algorithm gradient-boosting --set n_rounds=20); fi
+        if [[ $algorithm == forest ]]; then options=(--set n_trees=20); sql_options="n_trees=20"
+        else options=(--algorithm gradient-boosting --set n_rounds=20); sql_options="algorithm=gradient-boosting n_rounds=20"; fi
+        printf "CREATE EXTERNAL TABLE t STORED AS PARQUET LOCATION '%s';\nSELECT length(forest_info(m)) FROM (SELECT train_forest(label, %s, '%s') AS m FROM t);\n" \
+            "$(realpath "$input")" "$columns" "$sql_options" >"$work/train.sql"
         printf '%-32s %-14s %7d  %-9s' "$(basename "$input")" "${rows}x$features" $((raw / 1000000)) "$algorithm"
         cell=-
         [[ "$arbor" == - ]] || measure "$name-$algorithm-arbor" "$arbor" train --input "$input" --label label --output "$work/model.arbor" "${options[@]}"
+        printf ' %-20s' "$cell"
+        cell=-
+        [[ "$arbor" == - ]] || measure "$name-$algorithm-arbor-sql" "$arbor" sql "$work/train.sql"
         printf ' %-20s' "$cell"
         for peer in $peers; do
             measure "$name-$algorithm-$peer" "$python" benches/memory/peers.py "$peer" "$algorithm" "$input" label

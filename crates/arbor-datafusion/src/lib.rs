@@ -12,6 +12,10 @@
 //! - `forest_info(model)`, what `arbor inspect --json` prints, as JSON text;
 //! - `forest_importance(model)`, a list of `{feature, importance}` structs (for `unnest`).
 //!
+//! [`register`] also adds [`BinnedTraining`], a physical optimizer rule
+//! under which a `train_forest` without GROUP BY reads its input twice and
+//! bins as it reads, so the table's raw values are never held together.
+//!
 //! For sessions whose tables are spread over many workers (a Ballista
 //! cluster), [`LevelTraining`] is a query planner that trains forests and
 //! gradient boosting level by level over the partitions, through the
@@ -32,6 +36,7 @@
 //! # });
 //! ```
 
+pub mod binned_training;
 mod column_chunks;
 mod error;
 pub mod finish_nodes;
@@ -51,10 +56,14 @@ mod train_arguments;
 mod train_forest;
 mod train_step;
 
+use std::sync::Arc;
+
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+pub use binned_training::{BinnedTraining, BinnedTrainingExec};
 pub use finish_nodes::{FinishNodes, FINISH_NODES};
 pub use forest_importance::ForestImportance;
 pub use forest_info::ForestInfo;
@@ -86,7 +95,8 @@ pub fn aggregate_functions() -> Vec<AggregateUDF> {
     vec![AggregateUDF::new_from_impl(TrainForest::new())]
 }
 
-/// Registers arbor's functions on a session.
+/// Registers arbor's functions on a session, and the rule that trains a
+/// `train_forest` without GROUP BY binning as it reads ([`BinnedTraining`]).
 pub fn register(ctx: &SessionContext) {
     for f in scalar_functions() {
         ctx.register_udf(f);
@@ -94,9 +104,18 @@ pub fn register(ctx: &SessionContext) {
     for f in aggregate_functions() {
         ctx.register_udaf(f);
     }
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    if !state.physical_optimizers().iter().any(|rule| rule.name() == BinnedTraining::NAME) {
+        *state = SessionStateBuilder::new_from_existing(state.clone())
+            .with_physical_optimizer_rule(Arc::new(BinnedTraining))
+            .build();
+    }
 }
 
-/// Registers arbor's functions on any function registry (e.g. a `SessionState`).
+/// Registers arbor's functions on any function registry (e.g. a `SessionState`);
+/// add [`BinnedTraining`] to its physical optimizer rules for training that
+/// bins as it reads, as [`register`] does.
 pub fn register_all(registry: &mut dyn FunctionRegistry) -> datafusion::error::Result<()> {
     for f in scalar_functions() {
         registry.register_udf(f.into())?;

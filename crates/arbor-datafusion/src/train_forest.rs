@@ -35,9 +35,12 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          A label that holds a single class (a small group, often) trains a model that predicts that class with \
          probability 1, as scikit-learn's forests do; `forest_info` says so in its `warnings`. A group with no \
          row to train on (no rows, a label null in every row) gets a NULL model, or fails the query with \
-         `on_group_error=fail`. The group's rows stay in memory until the model is trained and are counted \
-         against the session's memory pool, so a training set larger than the pool's limit is a `Resources exhausted` error. The same \
-         rows and options give the same model bytes as `arbor train`, whatever the partitioning.",
+         `on_group_error=fail`. Without GROUP BY the input is binned as it is read: read twice when it gives the same \
+         rows each time (scans, filters, joins; no LIMIT, no volatile function), else read once and its arguments \
+         held, so its raw values are never held whole (`EXPLAIN` shows `BinnedTrainingExec`). Under GROUP BY a group's \
+         rows stay in memory until its model trains. Either way memory is counted against the session's memory pool \
+         (`SET datafusion.runtime.memory_limit`): a request past it is an error naming the figure. The same rows and \
+         options give the same model bytes as `arbor train`, whatever the partitioning.",
         "train_forest(label, feature_1[, ..., feature_n][, 'options'])",
     )
     .with_argument(
@@ -119,7 +122,7 @@ impl Default for TrainForest {
 }
 
 /// The prediction type a label implies when no option overrides the task.
-fn prediction_type(label: &DataType) -> DataType {
+pub(crate) fn prediction_type(label: &DataType) -> DataType {
     match default_task(label) {
         Task::Classification => label.clone(),
         Task::Regression => DataType::Float64,
@@ -328,7 +331,7 @@ fn shortened(value: &str) -> String {
 
 /// The first value of a string argument when it reads as an options string
 /// (`key=value` pairs with known keys): options passed as a column by mistake.
-fn options_like(arrays: &[ArrayRef]) -> Result<Option<String>> {
+pub(crate) fn options_like(arrays: &[ArrayRef]) -> Result<Option<String>> {
     let Some(array) = arrays.iter().find(|a| a.null_count() < a.len()) else { return Ok(None) };
     let is_string = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
     let string_like = match array.data_type() {

@@ -56,7 +56,7 @@ pub use data::summary::{LevelSummary, BIN_SAMPLE_ROWS};
 pub use error::{ArborError, Result};
 pub use explain::{contributions_type, Contributions, Explainer};
 pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
-pub use memory::{memory_limit, set_memory_limit};
+pub use memory::{memory_limit, release_free_memory, set_memory_limit, with_memory_limit};
 pub use model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 pub use model::feature::Feature;
 pub use model::node_cover::NodeCover;

@@ -7,6 +7,7 @@
 //! --memory-limit`, DataFusion's memory pool), else the machine's: the
 //! memory cgroup's limit when there is one, else physical memory.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -20,8 +21,31 @@ pub fn set_memory_limit(bytes: Option<u64>) {
     LIMIT.store(bytes.unwrap_or(0), Ordering::Relaxed);
 }
 
+thread_local! {
+    /// A limit for what this thread runs inside [`with_memory_limit`].
+    static SCOPED: Cell<Option<(u64, &'static str)>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `bytes` (named by `source` in errors) as the limit for the
+/// checks made on this thread, whatever the process's limit: a SQL session
+/// trains within its own memory pool so.
+pub fn with_memory_limit<R>(bytes: u64, source: &'static str, f: impl FnOnce() -> R) -> R {
+    let outer = SCOPED.replace(Some((bytes, source)));
+    struct Restore(Option<(u64, &'static str)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPED.set(self.0);
+        }
+    }
+    let _restore = Restore(outer);
+    f()
+}
+
 /// The bytes training may use, and where that figure comes from.
 pub fn memory_limit() -> (u64, &'static str) {
+    if let Some(scoped) = SCOPED.get() {
+        return scoped;
+    }
     match LIMIT.load(Ordering::Relaxed) {
         0 => machine_memory(),
         set => (set, "the memory limit set"),
@@ -71,6 +95,20 @@ fn cgroup_limit() -> Option<u64> {
     read("/sys/fs/cgroup/memory.max").or_else(|| read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 }
 
+/// Hands the allocator's free pages back to the kernel (glibc's
+/// `malloc_trim`): after binning, the chunks the reading threads freed sit
+/// in their arenas below live blocks, where the trim threshold never
+/// reaches them, and would count in training's resident memory. Elsewhere
+/// than glibc, does nothing.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the kernel; it is
+    // safe to call at any time from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// An error unless `bytes` for `what` fit the limit.
 pub(crate) fn check(bytes: u128, what: &str) -> Result<()> {
     let (limit, source) = memory_limit();
@@ -81,7 +119,9 @@ pub(crate) fn check(bytes: u128, what: &str) -> Result<()> {
         what: what.to_owned(),
         needed: readable(bytes),
         limit: format!("{source} is {}", readable(u128::from(limit))),
-        hint: "use less (fewer rows, trees or rounds) or allow more (arbor --memory-limit)".to_owned(),
+        hint: "use less (fewer rows, trees or rounds) or allow more (arbor --memory-limit, \
+               SET datafusion.runtime.memory_limit)"
+            .to_owned(),
     })
 }
 

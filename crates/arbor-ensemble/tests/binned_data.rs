@@ -117,3 +117,40 @@ fn cross_validation_scores_each_fold_on_its_own_rows() {
     let e = forest.cross_validate(&binned, 1).unwrap_err();
     assert!(e.to_string().contains("folds"), "{e}");
 }
+
+/// Taking rows by their places in reading order (as scikit-learn indexes a
+/// table) gives those rows in that order: their labels and the values
+/// trees test follow the positions given; all rows in order train the
+/// model the whole data trains; a row past the end or taken twice is an
+/// error; and a fold's per-row out-of-bag results follow its own rows.
+#[test]
+fn rows_taken_by_place_come_in_the_order_asked() {
+    let flights = read("flights_cls_train.parquet", 20_000);
+    let forest = trainer("n_trees=4 oob_per_observation=true");
+    let binned = forest.bin(std::slice::from_ref(&flights)).unwrap();
+    let n = binned.n_rows() as u32;
+    let labels = |data: &BinnedData| -> Vec<u32> {
+        let arbor_ensemble::Target::Classes(classes) = data.target() else { panic!("classification") };
+        data.reading_order().iter().map(|&r| classes[r as usize]).collect()
+    };
+    let all = labels(&binned);
+    let positions: Vec<u32> = (0..n).rev().step_by(3).collect();
+    let taken = binned.take(&positions).unwrap();
+    assert_eq!(taken.n_rows(), positions.len());
+    assert_eq!(labels(&taken), positions.iter().map(|&p| all[p as usize]).collect::<Vec<_>>());
+    let values = binned.tested_values(&binned.reading_order());
+    let taken_values = taken.tested_values(&taken.reading_order());
+    for (f, column) in taken_values.iter().enumerate() {
+        assert!(positions.iter().zip(column).all(|(&p, &v)| values[f][p as usize].to_bits() == v.to_bits()));
+    }
+    let everything = binned.take(&(0..n).collect::<Vec<_>>()).unwrap();
+    assert_eq!(
+        forest.fit_binned(&everything).unwrap().model.to_bytes(),
+        forest.fit_binned(&binned).unwrap().model.to_bytes()
+    );
+    assert!(binned.take(&[n]).unwrap_err().to_string().contains("past"));
+    assert!(binned.take(&[4, 9, 4]).unwrap_err().to_string().contains("row 4 is taken twice"));
+    let trained = forest.fit_binned(&taken).unwrap();
+    let per_row = trained.out_of_bag.and_then(|o| o.per_observation).expect("out-of-bag results per row");
+    assert_eq!(per_row.len(), positions.len());
+}

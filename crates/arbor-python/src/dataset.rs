@@ -2,14 +2,16 @@
 //! source read twice, then trained on and cross-validated as often as asked
 //! (the Rust half of `arbor.Dataset`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, BatchSource, BinnedData, ColumnRoles, TrainParams, Trainer};
-use arrow::array::RecordBatch;
+use arbor_ensemble::{ArborError, BatchSource, BinnedData, ColumnRoles, Target, TrainParams, Trainer};
+use arrow::array::{ArrayRef, Float64Array, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 
+use crate::arrow_exchange::to_pyarrow;
 use crate::model::Model;
 use crate::python_error::value_error;
 
@@ -51,7 +53,13 @@ pub struct BinnedRows {
     inner: Arc<BinnedData>,
     /// The options it was binned with (the label's task, the bins').
     options: Vec<(String, String)>,
+    /// Which binning these rows come from: rows taken from binned rows share
+    /// their bins, and so their number.
+    binning: u64,
 }
+
+/// Binnings made in this process, numbering each.
+static BINNINGS: AtomicU64 = AtomicU64::new(0);
 
 #[pymethods]
 impl BinnedRows {
@@ -78,6 +86,65 @@ impl BinnedRows {
     fn size_bytes(&self) -> usize {
         self.inner.size_bytes()
     }
+
+    /// Which binning these rows come from (rows taken from them share it).
+    #[getter]
+    fn binning(&self) -> u64 {
+        self.binning
+    }
+
+    /// The rows at `positions` (places in reading order), in that order,
+    /// with the same bins.
+    fn take(&self, py: Python<'_>, positions: Vec<u32>) -> PyResult<BinnedRows> {
+        let taken = py.detach(|| self.inner.take(&positions)).map_err(value_error)?;
+        Ok(BinnedRows { inner: Arc::new(taken), options: self.options.clone(), binning: self.binning })
+    }
+
+    /// The labels in reading order, as a pyarrow array of the label's type
+    /// (Float64 for regression).
+    fn labels(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let order = self.inner.reading_order();
+        let array: ArrayRef = match (self.inner.target(), &self.inner.label().classes) {
+            (Target::Classes(classes), Some(names)) => {
+                let index: Vec<u32> = order.iter().map(|&r| classes[r as usize]).collect();
+                names.take(&index, &self.inner.label().arrow_type().map_err(value_error)?).map_err(value_error)?
+            }
+            (Target::Values(values), _) => {
+                Arc::new(Float64Array::from_iter_values(order.iter().map(|&r| values[r as usize])))
+            }
+            (Target::Classes(_), None) => {
+                return Err(value_error(ArborError::Data("classification rows without classes".into())))
+            }
+        };
+        Ok(to_pyarrow(py, array)?.unbind())
+    }
+}
+
+/// Predictions (`proba`: class probabilities) of `model` for binned rows,
+/// in reading order, read from the values each bin stands for: exact for
+/// a model trained on these bins (on the rows or rows taken from them).
+#[pyfunction]
+#[pyo3(signature = (model, rows, *, proba))]
+pub fn predict_binned(py: Python<'_>, model: &Model, rows: &BinnedRows, proba: bool) -> PyResult<Py<PyAny>> {
+    let model = model.inner();
+    let names: Vec<&str> = rows.inner.features().iter().map(|f| f.name.as_str()).collect();
+    let known: Vec<&str> = model.features().iter().map(|f| f.name.as_str()).collect();
+    if names != known {
+        return Err(value_error(ArborError::Data(format!(
+            "the model's features ({}) are not the dataset's ({})",
+            known.join(", "),
+            names.join(", ")
+        ))));
+    }
+    let array = py.detach(|| -> arbor_ensemble::Result<ArrayRef> {
+        let order = rows.inner.reading_order();
+        let predictions = model.score_columns(&rows.inner.tested_values(&order), order.len())?;
+        match proba {
+            true => Ok(Arc::new(model.proba_array(predictions)?)),
+            false => model.prediction_array(&predictions),
+        }
+    });
+    Ok(to_pyarrow(py, array.map_err(value_error)?)?.unbind())
 }
 
 /// The trainer for `options`, with these rows' binning options under them.
@@ -117,7 +184,7 @@ pub fn bin_rows(
         trainer = trainer.weight(weight);
     }
     let binned = py.detach(|| trainer.bin(&source)).map_err(value_error)?;
-    Ok(BinnedRows { inner: Arc::new(binned), options })
+    Ok(BinnedRows { inner: Arc::new(binned), options, binning: BINNINGS.fetch_add(1, Ordering::Relaxed) })
 }
 
 /// Trains a model on binned rows with `options` (those that would bin the

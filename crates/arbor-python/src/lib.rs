@@ -28,6 +28,7 @@ fn arbor_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::bin_rows, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::train_binned, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::cross_validate, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::predict_binned, m)?)?;
     m.add_function(wrap_pyfunction!(sql_functions::sql_functions, m)?)?;
     m.add("OPTION_KEYS", arbor_ensemble::OPTION_KEYS.to_vec())?;
     m.add("DATAFUSION_MAJOR", datafusion_major())?;

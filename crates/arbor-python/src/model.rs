@@ -27,6 +27,11 @@ impl Model {
         Model { inner: Arc::new(model) }
     }
 
+    /// The model itself.
+    pub fn inner(&self) -> &arbor_ensemble::Model {
+        &self.inner
+    }
+
     /// Scores every batch of `data` without the GIL, one output array per batch,
     /// then joins them.
     fn score(

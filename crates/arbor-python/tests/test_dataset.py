@@ -70,7 +70,7 @@ def test_options_that_bin_otherwise_and_one_shot_streams_are_refused():
         arbor.RandomForestRegressor(n_trees=2, max_bins=128).fit(dataset)
     with pytest.raises(ValueError, match="task"):
         arbor.RandomForestClassifier(n_trees=2).fit(dataset)
-    with pytest.raises(ValueError, match="takes no y"):
+    with pytest.raises(ValueError, match="not the dataset's label"):
         arbor.RandomForestRegressor(n_trees=2).fit(dataset, [1.0])
     with pytest.raises(TypeError, match="read once"):
         arbor.Dataset(read("diamonds_reg_train").to_reader(), label="label")
@@ -89,3 +89,76 @@ def test_weights_and_chosen_features_travel_with_the_dataset():
     X = table.select(features)
     direct = arbor.RandomForestRegressor(n_trees=3).fit(X, table.column("label"), sample_weight=weight.to_numpy())
     assert bytes(arbor.RandomForestRegressor(n_trees=3).fit(dataset).model_) == bytes(direct.model_)
+
+
+def test_grid_search_searches_over_one_binning():
+    """scikit-learn's GridSearchCV takes a dataset and its labels: every
+    fold fits on rows taken from the one binning (no binning beyond the
+    dataset's own) and is scored on its own rows; the scores are those of
+    fitting the fold's rows and predicting the held-out rows by hand, and
+    about those of a search over the raw table."""
+    from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+
+    table = read("flights_cls_train").slice(0, 20_000)
+    X, y = split(table)
+    dataset = arbor.Dataset(table, label="label")
+    assert dataset.shape == (20_000, len(X.schema.names)) and len(dataset) == 20_000
+    assert (dataset.y == y.to_numpy()).all(), "labels in row order"
+    binnings = arbor.Dataset.binnings
+    grid = {"max_depth": [4, 10]}
+    folds = KFold(4, shuffle=True, random_state=0)
+    search = GridSearchCV(arbor.RandomForestClassifier(n_trees=10), grid, cv=folds).fit(dataset, dataset.y)
+    assert arbor.Dataset.binnings == binnings, "the search bins nothing again"
+    scores = search.cv_results_["mean_test_score"]
+    assert not any(s != s for s in scores), "every fold scored"
+    assert search.best_estimator_.predict(dataset).shape == (20_000,), "refit on the whole dataset"
+
+    by_hand = []
+    for train, test in folds.split(range(20_000)):
+        model = arbor.RandomForestClassifier(n_trees=10, max_depth=10).fit(dataset[train], dataset.y[train])
+        predicted = model.predict(dataset[test])
+        by_hand.append((predicted == y.to_numpy()[test]).mean())
+        # A bin's stand-in goes where the bin's raw values go: the same predictions as on the raw rows.
+        assert (predicted == model.predict(X.take(test))).all()
+        assert model.predict_proba(dataset[test]) == pytest.approx(model.predict_proba(X.take(test)))
+    assert scores[1] == pytest.approx(sum(by_hand) / len(by_hand))
+
+    raw = GridSearchCV(arbor.RandomForestClassifier(n_trees=10), grid, cv=folds).fit(X, y.to_numpy())
+    assert abs(raw.cv_results_["mean_test_score"][1] - scores[1]) < 0.01
+    regression = read("diamonds_reg_train")
+    diamonds = arbor.Dataset(regression, label="label")
+    r2 = cross_val_score(arbor.GradientBoostingRegressor(n_rounds=30), diamonds, diamonds.y, cv=3)
+    assert (r2 > 0.9).all(), r2
+
+
+def test_dataset_rows_are_taken_as_asked_and_guarded():
+    table = read("cancer_cls_train")
+    dataset = arbor.Dataset(table, label="label")
+    n = dataset.n_rows
+    y = dataset.y
+    assert (dataset[[5, 1, 3]].y == y[[5, 1, 3]]).all(), "the order asked"
+    assert (dataset[-3:].y == y[-3:]).all() and (dataset[y == 1].y == 1).all()
+    with pytest.raises(IndexError, match="row numbers run"):
+        dataset[[n]]
+    with pytest.raises(ValueError, match="taken twice"):
+        dataset[[1, 1]]
+    model = arbor.RandomForestClassifier(n_trees=3).fit(dataset)
+    with pytest.raises(ValueError, match="not the dataset's label"):
+        arbor.RandomForestClassifier(n_trees=3).fit(dataset, 1 - y)
+    other = arbor.Dataset(table, label="label")
+    with pytest.raises(ValueError, match="fitted on its bins"):
+        model.predict(other)
+    X, labels = split(table)
+    with pytest.raises(ValueError, match="fitted on its bins"):
+        arbor.RandomForestClassifier(n_trees=3).fit(X, labels).predict(dataset)
+    assert model.score(dataset) == pytest.approx((model.predict(X) == labels.to_numpy()).mean())
+
+
+def test_a_regressor_fitted_on_a_dataset_scores_out_of_bag():
+    """``oob_score_`` from a dataset is the one ``fit(X, y)`` gives on the same rows."""
+    table = read("diamonds_reg_train")
+    X, y = split(table)
+    direct = arbor.RandomForestRegressor(n_trees=10, oob=True).fit(X, y)
+    binned = arbor.RandomForestRegressor(n_trees=10, oob=True).fit(arbor.Dataset(table, label="label"))
+    assert binned.oob_score_ == pytest.approx(direct.oob_score_, rel=1e-12)
+    assert 0.9 < binned.oob_score_ < 1.0

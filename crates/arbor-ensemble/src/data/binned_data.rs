@@ -335,10 +335,42 @@ impl BinnedData {
             },
             weights: self.weights.as_ref().map(|w| gather(w, rows)),
             skipped_null_labels: 0,
-            input_row: rows.iter().map(|&r| self.input_row[r as usize]).collect(),
+            input_row: ranks(rows.iter().map(|&r| self.input_row[r as usize])),
             quantize: self.quantize,
             raw: self.raw.as_ref().map(|columns| columns.iter().map(|c| c.gather(rows)).collect()),
         })
+    }
+
+    /// The rows at `positions` (places in reading order, the order the rows
+    /// were read in, null labels left out), as binned data of their own whose
+    /// reading order is the order of `positions`: what indexing a table by
+    /// row numbers gives (scikit-learn's cross-validation splits so). An
+    /// error for a position past the rows or given twice.
+    pub fn take(&self, positions: &[u32]) -> Result<BinnedData> {
+        let order = self.reading_order();
+        let mut rows = Vec::with_capacity(positions.len());
+        for (k, &p) in positions.iter().enumerate() {
+            let Some(&row) = order.get(p as usize) else {
+                return Err(ArborError::Data(format!("row {p} is past the data's {} rows", order.len())));
+            };
+            rows.push((row, k as u32));
+        }
+        rows.sort_unstable();
+        if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(ArborError::Data(format!("row {} is taken twice", positions[w[0].1 as usize])));
+        }
+        let mut data = self.subset(&rows.iter().map(|r| r.0).collect::<Vec<_>>())?;
+        data.input_row = rows.iter().map(|r| r.1).collect();
+        Ok(data)
+    }
+
+    /// Each place in reading order's row in this data's (canonical) order.
+    pub fn reading_order(&self) -> Vec<u32> {
+        let mut order = vec![0; self.input_row.len()];
+        for (row, &place) in self.input_row.iter().enumerate() {
+            order[place as usize] = row as u32;
+        }
+        order
     }
 
     /// The values trees test for the rows at `rows`, a column per feature
@@ -458,6 +490,18 @@ impl Pieces<'_> {
             ))
         }
     }
+}
+
+/// Each value's rank among `values` (distinct): reading places renumbered from 0.
+fn ranks(values: impl Iterator<Item = u32>) -> Vec<u32> {
+    let values: Vec<u32> = values.collect();
+    let mut by_value: Vec<u32> = (0..values.len() as u32).collect();
+    by_value.sort_unstable_by_key(|&i| values[i as usize]);
+    let mut out = vec![0; values.len()];
+    for (rank, &i) in by_value.iter().enumerate() {
+        out[i as usize] = rank as u32;
+    }
+    out
 }
 
 /// The second pass's growing columns of codes, targets and weights.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
@@ -51,6 +52,14 @@ class Dataset:
     ``task`` (default: from the label's type), ``max_bins``, ``min_bin_size``
     and ``split_method`` decide the bins; an estimator fitted on the dataset
     that asks for other bins is refused.
+
+    It indexes like a table's rows (``dataset[rows]``, rows in the order the
+    source gave them, null labels left out) into a dataset sharing its bins,
+    and ``dataset.y`` is its label column, so scikit-learn's
+    ``GridSearchCV(estimator, grid).fit(dataset, dataset.y)`` and
+    ``cross_val_score`` search over one binning: every fold trains on rows
+    taken from it and is scored on its own (``predict`` and ``score`` take
+    a dataset, for models fitted on its bins).
     """
 
     #: How many times any ``Dataset`` has binned rows: fits and
@@ -78,6 +87,56 @@ class Dataset:
         )
         Dataset.binnings += 1
         self.label = label
+
+    @classmethod
+    def _of(cls, rows: _arbor.BinnedRows, label: str) -> Dataset:
+        dataset = cls.__new__(cls)
+        dataset._rows = rows
+        dataset.label = label
+        return dataset
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, features)``, as a table's."""
+        return (self.n_rows, len(self.feature_names))
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    def __getitem__(self, key) -> Dataset:
+        """The rows ``key`` selects (an array or list of row numbers, a
+        boolean mask or a slice), in that order, with these bins."""
+        if isinstance(key, tuple):
+            if len(key) != 2 or key[1] is not Ellipsis:
+                msg = "a Dataset is indexed by rows only: dataset[rows]"
+                raise IndexError(msg)
+            key = key[0]
+        n = self.n_rows
+        if isinstance(key, slice):
+            positions = np.arange(n)[key]
+        else:
+            positions = np.asarray(key)
+            if positions.ndim != 1:
+                msg = "a Dataset's rows are taken by a 1-d array of row numbers, a boolean mask or a slice"
+                raise IndexError(msg)
+            if positions.dtype == bool:
+                if len(positions) != n:
+                    msg = f"a boolean mask of {len(positions)} values for {n} rows"
+                    raise IndexError(msg)
+                positions = np.flatnonzero(positions)
+            elif len(positions) and positions.dtype.kind not in "iu":
+                msg = f"rows are taken by integers, not {positions.dtype}"
+                raise IndexError(msg)
+            positions = np.where(positions < 0, positions + n, positions)
+            if len(positions) and (positions.min() < 0 or positions.max() >= n):
+                msg = f"row numbers run from {-n} to {n - 1}"
+                raise IndexError(msg)
+        return Dataset._of(self._rows.take(positions.astype(np.uint32).tolist()), self.label)
+
+    @property
+    def y(self) -> np.ndarray:
+        """The label of every row, in row order (classes as the label column holds them)."""
+        return self._rows.labels().to_numpy(zero_copy_only=False)
 
     @property
     def n_rows(self) -> int:

@@ -43,6 +43,13 @@ def _unique_name(preferred: str | None, fallback: str, taken: set[str]) -> str:
     return name
 
 
+def _labels_of(X, y):
+    """``y``, or the labels of a dataset given without one."""
+    if y is None and isinstance(X, Dataset):
+        return X.y
+    return y
+
+
 class _ArborEstimator(BaseEstimator):
     """What every arbor estimator shares: options, data checks, fit, predict."""
 
@@ -151,24 +158,44 @@ class _ArborEstimator(BaseEstimator):
         return self
 
     def _fit_dataset(self, dataset: Dataset, y, sample_weight):
-        """Trains on binned rows; the label and weights are the dataset's."""
-        if y is not None or sample_weight is not None:
-            msg = "an arbor.Dataset carries its label and weights: fit(dataset) takes no y or sample_weight"
+        """Trains on binned rows; the label and weights are the dataset's
+        (a ``y`` given, as scikit-learn's searches give it, must be them)."""
+        if sample_weight is not None:
+            msg = "an arbor.Dataset carries its weights: fit(dataset) takes no sample_weight"
+            raise ValueError(msg)
+        if y is not None and not np.array_equal(np.asarray(y), dataset.y):
+            msg = "fit(dataset, y): y is not the dataset's label column; pass dataset.y (or no y)"
             raise ValueError(msg)
         self.model_ = dataset.train(self._options())
+        self._binning = dataset._rows.binning
         self.n_features_in_ = len(dataset.feature_names)
         self.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
-        self._after_fit(None)
+        self._after_fit(pa.array(dataset.y) if getattr(self, "oob", None) else None)
         return self
 
     def _after_fit(self, label: pa.Array | None) -> None:
         pass
 
     def predict(self, X) -> np.ndarray:
-        """Predictions for every row of ``X``, as a NumPy array (classes as in ``classes_``)."""
+        """Predictions for every row of ``X`` (or of an ``arbor.Dataset`` this
+        model was fitted on the bins of), as a NumPy array (classes as in ``classes_``)."""
         check_is_fitted(self)
+        if isinstance(X, Dataset):
+            return self._predict_binned(X, proba=False).to_numpy(zero_copy_only=False)
         data = self._features(X, reset=False)
         return self.model_.predict(data).to_numpy(zero_copy_only=False)
+
+    def _predict_binned(self, dataset: Dataset, *, proba: bool) -> pa.Array:
+        """Predictions for binned rows: only a model fitted on their bins
+        reads a bin's values as the raw ones would go."""
+        if getattr(self, "_binning", None) != dataset._rows.binning:
+            msg = (
+                "predicting an arbor.Dataset needs a model fitted on its bins (on it, or rows taken from it); "
+                "pass this model the rows as a table instead"
+            )
+            raise ValueError(msg)
+        return _arbor.predict_binned(self.model_, dataset._rows, proba=proba)
+
 
     def predict_contributions(self, X) -> np.ndarray:
         """Each feature's SHAP contribution to each row's raw score, then the bias (exact TreeSHAP).
@@ -209,6 +236,10 @@ class _ArborEstimator(BaseEstimator):
 class _Classifier(ClassifierMixin, _ArborEstimator):
     _task = "classification"
 
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """Accuracy on ``X`` against ``y``; an ``arbor.Dataset`` brings its own labels."""
+        return ClassifierMixin.score(self, X, _labels_of(X, y), sample_weight=sample_weight)
+
     def _label(self, y) -> pa.Array:
         values = column_or_1d(np.asarray(y), warn=True)
         check_classification_targets(values)
@@ -224,14 +255,20 @@ class _Classifier(ClassifierMixin, _ArborEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, one row per row of ``X``, columns in ``classes_`` order."""
         check_is_fitted(self)
-        data = self._features(X, reset=False)
-        proba = self.model_.predict_proba(data)
+        if isinstance(X, Dataset):
+            proba = self._predict_binned(X, proba=True)
+        else:
+            proba = self.model_.predict_proba(self._features(X, reset=False))
         width = len(self.classes_)
         return proba.flatten().to_numpy(zero_copy_only=False).reshape(len(proba), width)
 
 
 class _Regressor(RegressorMixin, _ArborEstimator):
     _task = "regression"
+
+    def score(self, X, y=None, sample_weight=None) -> float:
+        """R² on ``X`` against ``y``; an ``arbor.Dataset`` brings its own labels."""
+        return RegressorMixin.score(self, X, _labels_of(X, y), sample_weight=sample_weight)
 
     def _label(self, y) -> pa.Array:
         values = column_or_1d(np.asarray(y), warn=True)
@@ -245,7 +282,6 @@ class _Regressor(RegressorMixin, _ArborEstimator):
         return pa.array(values)
 
     def _after_fit(self, label: pa.Array | None) -> None:
-        # From a Dataset the labels stay in Rust: no variance to scale by.
         if getattr(self, "oob", None) and label is not None:
             y = label.to_numpy(zero_copy_only=False).astype(np.float64)
             variance = float(np.var(y))
