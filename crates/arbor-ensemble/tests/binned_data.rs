@@ -154,3 +154,34 @@ fn rows_taken_by_place_come_in_the_order_asked() {
     let per_row = trained.out_of_bag.and_then(|o| o.per_observation).expect("out-of-bag results per row");
     assert_eq!(per_row.len(), positions.len());
 }
+
+/// A row of weight zero counts for nothing: the model is the one the other
+/// rows train, byte for byte, even where a whole batch has weight zero.
+#[test]
+fn rows_of_weight_zero_are_rows_left_out() {
+    use arrow::array::Float64Array;
+    let flights = read("flights_cls_train.parquet", 12_000);
+    let n = flights.num_rows();
+    let weights: Vec<f64> =
+        (0..n).map(|i| if i % 5 == 0 || i >= 10_000 { 0.0 } else { 1.0 + (i % 3) as f64 }).collect();
+    let with_weights = |batch: &RecordBatch, w: Vec<f64>| {
+        let mut columns = batch.columns().to_vec();
+        columns.push(std::sync::Arc::new(Float64Array::from(w)));
+        let mut fields: Vec<_> = batch.schema().fields().iter().cloned().collect();
+        fields.push(std::sync::Arc::new(arrow::datatypes::Field::new("w", arrow::datatypes::DataType::Float64, false)));
+        RecordBatch::try_new(std::sync::Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap()
+    };
+    let weighted = with_weights(&flights, weights.clone());
+    let kept: Vec<u32> = (0..n as u32).filter(|&i| weights[i as usize] > 0.0).collect();
+    let kept = arrow::compute::take_record_batch(&weighted, &arrow::array::UInt32Array::from(kept)).unwrap();
+    for options in ["n_trees=3 max_depth=8", "n_trees=2 split_method=exact", "algorithm=gradient-boosting n_rounds=4"] {
+        let trainer = trainer(options).weight("w");
+        // The last batch (rows 10,000 on) has weight zero throughout.
+        let batches = vec![weighted.slice(0, 10_000), weighted.slice(10_000, n - 10_000)];
+        let model = trainer.fit(batches).unwrap();
+        assert_eq!(model.to_bytes(), trainer.fit(&kept).unwrap().to_bytes(), "{options}");
+    }
+    let zero = with_weights(&flights, vec![0.0; n]);
+    let e = trainer("n_trees=2").weight("w").fit(vec![zero.slice(0, 100), zero.slice(100, n - 100)]).unwrap_err();
+    assert!(e.to_string().contains("weight column 'w' sums to zero"), "{e}");
+}

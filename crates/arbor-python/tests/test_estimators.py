@@ -133,7 +133,8 @@ def test_pickle_and_clone_keep_the_model(cancer):
     assert fresh.fit(X, y).model_.n_trees == 3
 
 
-def test_sample_weight_changes_the_model_and_zero_weights_drop_rows(cancer):
+def test_sample_weight_changes_the_model(cancer):
+    """Weights change the model (zero weights: tests/test_references.py)."""
     train, _ = cancer
     X, y = split(train)
     n = X.num_rows

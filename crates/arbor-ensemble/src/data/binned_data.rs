@@ -94,15 +94,24 @@ impl BinnedData {
 
         // First pass: the summary the bins are fitted on.
         let mut stream = SummaryStream::default();
+        let mut zero_weights = false;
         for batch in source.batches()? {
             match pieces.read(&batch?)? {
                 Piece::Rows(data) => stream.add(&data)?,
                 Piece::NullLabels(rows) => stream.add_null_labels(rows as u64)?,
+                Piece::ZeroWeights => zero_weights = true,
                 Piece::Empty => {}
             }
         }
         let summary = stream.finish().filter(|s| s.label.is_some());
-        let Some(summary) = summary else { return Err(pieces.nothing_to_train(source)) };
+        let Some(summary) = summary else {
+            return Err(match (&roles.weight, zero_weights) {
+                (Some(weight), true) => {
+                    ArborError::NothingToTrain(format!("weight column '{weight}' sums to zero; nothing to train on"))
+                }
+                _ => pieces.nothing_to_train(source),
+            });
+        };
         let rows = usize::try_from(summary.rows).map_err(|_| too_many_rows(summary.rows))?;
         if u32::try_from(rows).is_err() {
             return Err(too_many_rows(summary.rows));
@@ -447,6 +456,8 @@ enum Piece {
     NullLabels(usize),
     /// No rows.
     Empty,
+    /// Rows, every one of weight zero (or a null label).
+    ZeroWeights,
 }
 
 impl Pieces<'_> {
@@ -472,7 +483,12 @@ impl Pieces<'_> {
             return Ok(Piece::NullLabels(rows));
         }
         let declared = |name: &str| self.schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
-        Ok(Piece::Rows(Box::new(TrainingData::from_columns_unsorted(label, features, weight, self.task, declared)?)))
+        match TrainingData::from_columns_unsorted(label, features, weight, self.task, declared) {
+            Ok(data) => Ok(Piece::Rows(Box::new(data))),
+            // A batch of zero weights is no error while another has weight.
+            Err(ArborError::NothingToTrain(_)) if self.roles.weight.is_some() => Ok(Piece::ZeroWeights),
+            Err(e) => Err(e),
+        }
     }
 
     /// The error of an input without a row to train on: empty, or every label null.

@@ -1,6 +1,8 @@
 //! Training data read from Arrow: label, features and weights, checked once.
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch};
+use arrow::compute::kernels::boolean::and;
+use arrow::compute::kernels::cmp::gt;
 use arrow::compute::{cast, filter, is_not_null};
 use arrow::datatypes::{DataType, Float64Type, Schema};
 use rayon::prelude::*;
@@ -365,7 +367,34 @@ impl LabelRows {
                 label.name
             )));
         }
-        let lengths = label.arrays.iter().map(|a| a.len()).collect();
+        let lengths: Vec<usize> = label.arrays.iter().map(|a| a.len()).collect();
+        // A row of weight zero counts for nothing: it is dropped as a row of
+        // null label is, so that it moves no threshold and no bin edge.
+        let weight = match weight {
+            Some(w) => {
+                let arrays = align("weight", &w.name, w.arrays, &label.name, &lengths)?;
+                read_weights(&w.name, &arrays)?;
+                for (k, a) in keep.iter_mut().zip(&arrays) {
+                    let positive = gt(&cast(a, &DataType::Float64)?, &Float64Array::new_scalar(0.0))?;
+                    if positive.true_count() < positive.len() {
+                        *k = Some(match k.take() {
+                            Some(mask) => and(&mask, &positive)?,
+                            None => positive,
+                        });
+                    }
+                }
+                let kept: usize =
+                    keep.iter().zip(&lengths).map(|(k, &n)| k.as_ref().map_or(n, |m| m.true_count())).sum();
+                if kept == 0 {
+                    return Err(ArborError::NothingToTrain(format!(
+                        "weight column '{}' is zero in every row with a label; nothing to train on",
+                        w.name
+                    )));
+                }
+                Some(NamedColumn { name: w.name, arrays })
+            }
+            None => None,
+        };
         let mut rows = LabelRows {
             task,
             label: LabelInfo { name: label.name.clone(), data_type: String::new(), classes: None },

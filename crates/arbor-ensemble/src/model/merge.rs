@@ -61,12 +61,12 @@ impl Model {
                 (Some(all), Some(own)) => Some(position_map(&own.names(), &all.names())),
                 _ => None,
             };
-            let bin_maps: Vec<Option<Vec<usize>>> = part
+            let bin_maps: Vec<Option<(Vec<usize>, usize)>> = part
                 .features
                 .iter()
                 .zip(&features)
                 .map(|(own, all)| match (own.mapper.categories(), all.mapper.categories()) {
-                    (Some(own), Some(all)) => Some(position_map(own, all)),
+                    (Some(own), Some(all)) => Some((position_map(own, all), all.len())),
                     _ => None,
                 })
                 .collect();
@@ -229,25 +229,42 @@ fn remap_tree(
     leaf_width: usize,
     class_map: Option<&[usize]>,
     classes: Option<&Classes>,
-    bin_maps: &[Option<Vec<usize>>],
+    bin_maps: &[Option<(Vec<usize>, usize)>],
 ) -> Tree {
+    // Leaves widen to the union's classes when their part saw fewer: their
+    // offsets into the values move with them.
+    let width = match (class_map, classes) {
+        (Some(map), Some(all)) if map.len() != all.len() || map.iter().enumerate().any(|(i, &j)| i != j) => {
+            Some(all.len())
+        }
+        _ => None,
+    };
     let nodes = tree
         .nodes
         .iter()
         .map(|node| match node {
+            Node::Leaf { value } => match width {
+                Some(width) => Node::Leaf { value: (*value as usize / leaf_width.max(1) * width) as u32 },
+                None => node.clone(),
+            },
             Node::Split { feature, test: SplitTest::InCategories(words), default_left, left, right } => {
                 match &bin_maps[*feature as usize] {
-                    Some(map) => {
-                        let mut bits: Vec<u64> = Vec::new();
+                    Some((map, n_all)) => {
+                        // A category this part never saw went where missing
+                        // values go (`default_left`); in the union it has a
+                        // bin of its own, which must go the same way.
+                        let mut goes_left = vec![*default_left; *n_all];
                         for (own, &all) in map.iter().enumerate() {
                             let b = own + 1;
-                            if words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1) {
-                                let nb = all + 1;
-                                if bits.len() <= nb / 64 {
-                                    bits.resize(nb / 64 + 1, 0);
-                                }
-                                bits[nb / 64] |= 1 << (nb % 64);
+                            goes_left[all] = words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1);
+                        }
+                        let mut bits: Vec<u64> = Vec::new();
+                        for (all, _) in goes_left.iter().enumerate().filter(|(_, &l)| l) {
+                            let nb = all + 1;
+                            if bits.len() <= nb / 64 {
+                                bits.resize(nb / 64 + 1, 0);
                             }
+                            bits[nb / 64] |= 1 << (nb % 64);
                         }
                         Node::Split {
                             feature: *feature,
@@ -263,9 +280,8 @@ fn remap_tree(
             other => other.clone(),
         })
         .collect();
-    let values = match (class_map, classes) {
-        (Some(map), Some(all)) if map.len() != all.len() || map.iter().enumerate().any(|(i, &j)| i != j) => {
-            let width = all.len();
+    let values = match (class_map, width) {
+        (Some(map), Some(width)) => {
             let mut values = Vec::with_capacity(tree.values.len() / leaf_width.max(1) * width);
             for leaf in tree.values.chunks(leaf_width.max(1)) {
                 let start = values.len();
