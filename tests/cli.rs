@@ -851,3 +851,24 @@ fn requests_past_the_memory_limit_are_clear_errors() {
     let e = train(&["--memory-limit", "lots"]);
     assert!(e.contains("'lots' is not a size"), "{e}");
 }
+
+/// `--features a,b` trains on those columns alone, in that order; a name
+/// not in the file is an error naming it, and the model file already there
+/// is left as it was.
+#[test]
+fn train_features_picks_the_columns_trained_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.arbor");
+    let input = data("flights_cls_train.parquet");
+    let args = ["train", "--input", s(&input), "--label", "label", "--output", s(&model), "--set", "n_trees=3"];
+    ok(&[&args[..], &["--features", "distance,carrier,dep_delay"]].concat());
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    let names: Vec<&str> = json["features"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["distance", "carrier", "dep_delay"]);
+    assert_eq!(json["features"][1]["kind"], "categorical");
+
+    let before = std::fs::read(&model).unwrap();
+    let err = fails(&[&args[..], &["--features", "distance,nonesuch"]].concat());
+    assert!(err.contains("nonesuch"), "{err}");
+    assert_eq!(std::fs::read(&model).unwrap(), before, "a failed run leaves the model file as it was");
+}

@@ -317,6 +317,11 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
             assert!(error.contains("error"), "{error}");
             assert!(!disturbed.exists(), "no half-written model");
             eprintln!("the job failed cleanly: {error}");
+            // What the scheduler saw of its executors, for a failure that should have been a retry.
+            let scheduler = std::fs::read_to_string(cluster.dir.path().join("scheduler.log")).unwrap_or_default();
+            for line in scheduler.lines().filter(|l| l.contains("xecutor") || l.contains("lost")) {
+                eprintln!("scheduler: {line}");
+            }
         }
     }
 }

@@ -31,7 +31,9 @@ pub fn reference_markdown() -> String {
     let mut page = String::new();
     page.push_str("<!-- Generated from the functions' documentation by arbor_datafusion::reference_markdown;\n");
     page.push_str(
-        "     run `ARBOR_UPDATE_DOCS=1 cargo test -p arbor-datafusion --test sql_reference` to refresh. -->\n\n",
+        "     run `ARBOR_UPDATE_DOCS=1 cargo test -p arbor-datafusion --test sql_reference` to refresh.\n     \
+         The examples' printed results are arbor's own output (a test runs each and compares): regression pins,\n     \
+         not references. -->\n\n",
     );
     page.push_str(&format!("# {}\n\n", DOC_SECTION.label));
     if let Some(description) = DOC_SECTION.description {

@@ -1,7 +1,8 @@
 """Reference trees for arbor's CART-equality test (tests/cart_equality.rs).
 
 Fits scikit-learn's DecisionTreeClassifier on cancer_cls and on a synthetic
-three-class table of continuous features, and DecisionTreeRegressor on a slice
+three-class table of continuous features (with the Gini criterion, and again
+with `criterion="entropy"`), and DecisionTreeRegressor on a slice
 of diamonds_reg (numeric columns), on float32 features as scikit-learn sees
 them, and writes next to this script:
 
@@ -116,4 +117,13 @@ reference(
     diamonds,
     pa.float64(),
     False,
+)
+reference(
+    "cart_entropy",
+    DecisionTreeClassifier(criterion="entropy", max_depth=6, min_samples_leaf=20),
+    synthetic(3000, 7),
+    synthetic(1000, 8),
+    [f"x{i}" for i in range(6)],
+    pa.int32(),
+    True,
 )
