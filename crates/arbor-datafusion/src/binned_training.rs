@@ -43,11 +43,11 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use crate::error::{exec_error, FunctionError};
-use crate::model_column::{model_scalar, null_model_scalar};
+use crate::error::exec_error;
+use crate::model_column::null_model_scalar;
 use crate::sql_options::OnGroupError;
 use crate::train_arguments::TrainArguments;
-use crate::train_forest::{options_like, prediction_type, TrainForest};
+use crate::train_forest::{options_like, prediction_type, trained_column, TrainForest};
 
 /// The function's name, in its errors.
 const NAME: &str = "train_forest";
@@ -220,21 +220,8 @@ impl BinnedTrainingExec {
             }
             Err(TrainFailure::Arbor(e)) => return Err(exec_error(NAME, e)),
         };
-        let predicts = model.prediction_type().exec(NAME)?;
-        if predicts != self.planned {
-            return Err(exec_error(
-                NAME,
-                format!(
-                    "task={} on a {} label predicts {predicts}, but the query was planned for {}; cast the label \
-                     instead (e.g. CAST({} AS DOUBLE) for regression)",
-                    model.task().name(),
-                    self.arguments.field(0).data_type(),
-                    self.planned,
-                    self.arguments.field(0).name()
-                ),
-            ));
-        }
-        self.one_row(model_scalar(model.to_bytes(), &self.planned)?)
+        let label = self.arguments.field(0);
+        self.one_row(trained_column(&model, &self.planned, label.name(), label.data_type())?)
     }
 
     /// The output: one row holding `model`.

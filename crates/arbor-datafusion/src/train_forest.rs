@@ -320,6 +320,26 @@ impl TrainForestAccumulator {
     }
 }
 
+/// The model column of a trained `model`, or an error when it predicts
+/// other than the query was planned for (`task=regression` on an integer
+/// `label`, say).
+pub(crate) fn trained_column(
+    model: &Model,
+    planned: &DataType,
+    label: &str,
+    label_type: &DataType,
+) -> Result<ScalarValue> {
+    let predicts = model.prediction_type().exec(NAME)?;
+    if predicts != *planned {
+        return exec_err!(
+            "train_forest: task={} on a {label_type} label predicts {predicts}, but the query was planned for \
+             {planned}; cast the label instead (e.g. CAST({label} AS DOUBLE) for regression)",
+            model.task().name()
+        );
+    }
+    model_scalar(model.to_bytes(), planned)
+}
+
 /// A value as an error message shows it: at most 40 characters.
 fn shortened(value: &str) -> String {
     const MAX_CHARS: usize = 40;
@@ -387,18 +407,7 @@ impl Accumulator for TrainForestAccumulator {
         } else {
             self.merge_parts()?
         };
-        let predicts = model.prediction_type().exec(NAME)?;
-        if predicts != self.planned {
-            return exec_err!(
-                "train_forest: task={} on a {} label predicts {predicts}, but the query was planned for {}; \
-                 cast the label instead (e.g. CAST({} AS DOUBLE) for regression)",
-                model.task().name(),
-                self.types[0],
-                self.planned,
-                self.names[0]
-            );
-        }
-        model_scalar(model.to_bytes(), &self.planned)
+        trained_column(&model, &self.planned, &self.names[0], &self.types[0])
     }
 
     fn size(&self) -> usize {
