@@ -322,6 +322,11 @@ impl BinnedData {
     /// cross-validation. Still in canonical order, so a model trained on it
     /// is the one its rows alone would train with these bins.
     pub fn subset(&self, rows: &[u32]) -> Result<BinnedData> {
+        self.gathered(rows, ranks(rows.iter().map(|&r| self.input_row[r as usize])))
+    }
+
+    /// The rows at `rows` (ascending) with `input_row` as their reading places.
+    fn gathered(&self, rows: &[u32], input_row: Vec<u32>) -> Result<BinnedData> {
         let n = self.n_rows();
         if let Some(w) = rows.windows(2).find(|w| w[0] >= w[1]) {
             return Err(ArborError::Data(format!("a subset's rows must ascend; {} comes before {}", w[0], w[1])));
@@ -344,7 +349,7 @@ impl BinnedData {
             },
             weights: self.weights.as_ref().map(|w| gather(w, rows)),
             skipped_null_labels: 0,
-            input_row: ranks(rows.iter().map(|&r| self.input_row[r as usize])),
+            input_row,
             quantize: self.quantize,
             raw: self.raw.as_ref().map(|columns| columns.iter().map(|c| c.gather(rows)).collect()),
         })
@@ -368,9 +373,7 @@ impl BinnedData {
         if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(ArborError::Data(format!("row {} is taken twice", positions[w[0].1 as usize])));
         }
-        let mut data = self.subset(&rows.iter().map(|r| r.0).collect::<Vec<_>>())?;
-        data.input_row = rows.iter().map(|r| r.1).collect();
-        Ok(data)
+        self.gathered(&rows.iter().map(|r| r.0).collect::<Vec<_>>(), rows.iter().map(|r| r.1).collect())
     }
 
     /// Each place in reading order's row in this data's (canonical) order.

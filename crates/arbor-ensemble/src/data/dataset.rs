@@ -1,8 +1,7 @@
 //! Training data read from Arrow: label, features and weights, checked once.
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBatch};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::kernels::boolean::and;
-use arrow::compute::kernels::cmp::gt;
 use arrow::compute::{cast, filter, is_not_null};
 use arrow::datatypes::{DataType, Float64Type, Schema};
 use rayon::prelude::*;
@@ -370,28 +369,40 @@ impl LabelRows {
         let lengths: Vec<usize> = label.arrays.iter().map(|a| a.len()).collect();
         // A row of weight zero counts for nothing: it is dropped as a row of
         // null label is, so that it moves no threshold and no bin edge.
-        let weight = match weight {
+        // Read once: checked over every row, then the kept rows' values.
+        let weights = match weight {
             Some(w) => {
                 let arrays = align("weight", &w.name, w.arrays, &label.name, &lengths)?;
-                read_weights(&w.name, &arrays)?;
-                for (k, a) in keep.iter_mut().zip(&arrays) {
-                    let positive = gt(&cast(a, &DataType::Float64)?, &Float64Array::new_scalar(0.0))?;
-                    if positive.true_count() < positive.len() {
+                let values = read_weights(&w.name, &arrays)?;
+                let mut start = 0;
+                for (k, &n) in keep.iter_mut().zip(&lengths) {
+                    let chunk = &values[start..start + n];
+                    start += n;
+                    if chunk.iter().any(|&v| v <= 0.0) {
+                        let positive: BooleanArray = chunk.iter().map(|&v| Some(v > 0.0)).collect();
                         *k = Some(match k.take() {
                             Some(mask) => and(&mask, &positive)?,
                             None => positive,
                         });
                     }
                 }
-                let kept: usize =
-                    keep.iter().zip(&lengths).map(|(k, &n)| k.as_ref().map_or(n, |m| m.true_count())).sum();
-                if kept == 0 {
+                let mut kept = Vec::with_capacity(values.len());
+                let mut start = 0;
+                for (k, &n) in keep.iter().zip(&lengths) {
+                    let chunk = &values[start..start + n];
+                    start += n;
+                    match k {
+                        Some(mask) => kept.extend(chunk.iter().zip(mask.values()).filter(|(_, k)| *k).map(|(v, _)| *v)),
+                        None => kept.extend_from_slice(chunk),
+                    }
+                }
+                if kept.is_empty() {
                     return Err(ArborError::NothingToTrain(format!(
                         "weight column '{}' is zero in every row with a label; nothing to train on",
                         w.name
                     )));
                 }
-                Some(NamedColumn { name: w.name, arrays })
+                Some(kept)
             }
             None => None,
         };
@@ -408,10 +419,7 @@ impl LabelRows {
         let labels = rows.kept("label", &label.name, label.arrays)?;
         (rows.label, rows.target) = read_label(&label.name, &labels, task)?;
         drop(labels);
-        if let Some(weight) = weight {
-            let arrays = rows.kept("weight", &weight.name, weight.arrays)?;
-            rows.weights = Some(read_weights(&weight.name, &arrays)?);
-        }
+        rows.weights = weights;
         Ok(rows)
     }
 
