@@ -158,13 +158,31 @@ enum ClusterRole {
     },
     /// An executor: runs tasks, training and scoring included.
     /// Flags: Ballista's executor flags (`--scheduler-host`, `--scheduler-port`,
-    /// `--bind-port`, `--bind-grpc-port`, `--work-dir`, `--vcores`, ...; see `--help`).
+    /// `--bind-port`, `--bind-grpc-port`, `--work-dir`, `--vcores`, ...; see `--help`),
+    /// and arbor's `--shard-memory SIZE`: the memory the executor keeps
+    /// level-wise training's binned partitions in between level jobs
+    /// (default a quarter of its memory; 0 keeps none).
     #[command(disable_help_flag = true)]
     Executor {
         /// Ballista's executor flags.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         flags: Vec<String>,
     },
+}
+
+/// The value of flag `name` (`NAME VALUE` or `NAME=VALUE`), taken out of
+/// `flags` so that the rest pass to Ballista as they are.
+#[cfg(feature = "cluster")]
+fn take_flag(flags: &mut Vec<String>, name: &str) -> Result<Option<String>, CliError> {
+    let Some(at) = flags.iter().position(|f| f == name || f.starts_with(&format!("{name}="))) else {
+        return Ok(None);
+    };
+    let flag = flags.remove(at);
+    match flag.split_once('=') {
+        Some((_, value)) => Ok(Some(value.to_owned())),
+        None if at < flags.len() => Ok(Some(flags.remove(at))),
+        None => Err(CliError::Usage(format!("{name} needs a size, e.g. {name} 2GB"))),
+    }
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -223,9 +241,20 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 ClusterRole::Scheduler { flags } => runtime.block_on(arbor_ballista::run_scheduler(
                     std::iter::once("arbor cluster scheduler".into()).chain(flags),
                 )),
-                ClusterRole::Executor { flags } => runtime.block_on(arbor_ballista::run_executor(
-                    std::iter::once("arbor cluster executor".into()).chain(flags),
-                )),
+                ClusterRole::Executor { mut flags } => {
+                    if let Some(size) = take_flag(&mut flags, "--shard-memory")? {
+                        let bytes = match size.trim() {
+                            "0" => 0,
+                            size => {
+                                arbor::parse_size(size).map_err(|e| CliError::Usage(format!("--shard-memory: {e}")))?
+                            }
+                        };
+                        arbor_datafusion::shard_store().set_budget(usize::try_from(bytes).unwrap_or(usize::MAX));
+                    }
+                    runtime.block_on(arbor_ballista::run_executor(
+                        std::iter::once("arbor cluster executor".into()).chain(flags),
+                    ))
+                }
             };
             served.map_err(|e| CliError::Usage(e.to_string()))?;
         }

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 data="${1:-target/cluster-bench}"
 rows="${2:-5000000}"
-arbor="$PWD/target/release/arbor"
+arbor="${ARBOR:-$PWD/target/release/arbor}"
 python="${PYTHON:-python3}"
 options="${ARBOR_BENCH_OPTIONS:-n_trees=8 max_depth=16 seed=1}"
 [[ -d "$data/train" ]] || "$python" benches/cluster/make_data.py "$data" "$rows"

@@ -7,6 +7,7 @@ use ballista_executor::config::Config;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 
 use crate::arbor_executors::ARBOR_EXECUTOR_PREFIX;
+use crate::codec::ArborCodec;
 use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{function_registry, session_config, GRPC_MAX_MESSAGE_SIZE};
 
@@ -33,6 +34,7 @@ where
     config.executor_id = format!("{ARBOR_EXECUTOR_PREFIX}{}", config.executor_id);
     config.override_function_registry = Some(Arc::new(function_registry()?));
     config.override_config_producer = Some(Arc::new(session_config));
+    config.override_physical_codec = Some(Arc::new(ArborCodec::default()));
     config.grpc_max_decoding_message_size = config.grpc_max_decoding_message_size.max(GRPC_MAX_MESSAGE_SIZE as u32);
     config.grpc_max_encoding_message_size = config.grpc_max_encoding_message_size.max(GRPC_MAX_MESSAGE_SIZE as u32);
     // Ignored when a pool already exists (a test that runs several in one process).

@@ -20,6 +20,7 @@
 //! [`LevelTraining`]: arbor_datafusion::LevelTraining
 
 mod arbor_executors;
+mod codec;
 mod executor;
 mod partitioned_training;
 mod process_start;
@@ -27,8 +28,11 @@ mod scheduler;
 mod session;
 
 pub use arbor_executors::{is_arbor_executor, ARBOR_EXECUTOR_PREFIX};
+pub use codec::ArborCodec;
 pub use executor::run_executor;
 pub use partitioned_training::PartitionedTraining;
 pub use process_start::DEFAULT_SCHEDULING_POLICY;
 pub use scheduler::run_scheduler;
-pub use session::{function_registry, remote, session_config, session_state, standalone, GRPC_MAX_MESSAGE_SIZE};
+pub use session::{
+    function_registry, remote, session_config, session_state, standalone, standalone_partitioned, GRPC_MAX_MESSAGE_SIZE,
+};

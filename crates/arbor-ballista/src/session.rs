@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_datafusion::{FinishNodes, LevelTraining, SmallNodeRecords, TrainForest, TrainStep};
+use arbor_datafusion::{FinishNodes, LevelTraining, ResidentShards, SmallNodeRecords, TrainForest, TrainStep};
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionStateExt;
 use ballista_core::extension::{
@@ -21,6 +21,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+use crate::codec::ArborCodec;
 use crate::partitioned_training::PartitionedTraining;
 
 /// The largest gRPC message a client or executor accepts: models travel in
@@ -35,6 +36,7 @@ pub const GRPC_MAX_MESSAGE_SIZE: usize = 1 << 30;
 /// without [`PartitionedTraining`]).
 pub fn session_config() -> SessionConfig {
     SessionConfig::new_with_ballista()
+        .with_ballista_physical_extension_codec(Arc::new(ArborCodec::default()))
         .with_ballista_grpc_client_max_message_size(GRPC_MAX_MESSAGE_SIZE)
         .with_ballista_adaptive_query_planner(false)
         .with_ballista_shuffle_reader_remote_prefer_flight(true)
@@ -49,6 +51,8 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
     // DataFusion's physical rules, then arbor's, once partial aggregates and partitions are final.
     let mut physical_rules = PhysicalOptimizer::new().rules;
     physical_rules.push(Arc::new(PartitionedTraining));
+    // Level jobs read each partition through the executor's kept shard.
+    physical_rules.push(Arc::new(ResidentShards));
     // What Ballista's default session builder sets, plus arbor's functions and rule.
     let mut state = SessionStateBuilder::new()
         .with_default_features()
@@ -88,7 +92,13 @@ pub fn function_registry() -> Result<BallistaFunctionRegistry> {
 /// task that carries a forest's training state is larger: the executor
 /// would never receive it, and the job would wait forever).
 pub async fn standalone(parallelism: usize) -> Result<SessionContext> {
-    let config = session_config().with_ballista_standalone_parallelism(parallelism).with_target_partitions(parallelism);
+    standalone_partitioned(parallelism, parallelism).await
+}
+
+/// [`standalone`] with tables read in `partitions` partitions
+/// (`target_partitions`), for tests of tasks that read fewer partitions than a stage has.
+pub async fn standalone_partitioned(parallelism: usize, partitions: usize) -> Result<SessionContext> {
+    let config = session_config().with_ballista_standalone_parallelism(parallelism).with_target_partitions(partitions);
     let state = session_state(config)?;
     let address = new_standalone_scheduler_from_state(&state).await.map_err(|e| config_error(e.to_string()))?;
     let url = format!("http://localhost:{}", address.port());

@@ -200,3 +200,29 @@ fn train_forest_options(plan: &std::sync::Arc<dyn datafusion::physical_plan::Exe
     }
     found
 }
+
+/// Level jobs read each partition's kept shard instead of its files: the
+/// model is the same bytes with the shard store on and off, and with it
+/// on, level jobs after the first find their shards. Four partitions on
+/// one task slot: a task numbers its partitions from 0, so a shard named
+/// by that number would be read for another partition's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kept_shards_train_the_same_bytes_as_rows_read_every_level() {
+    let split = flights(4);
+    let cluster = arbor_ballista::standalone_partitioned(1, 4).await.unwrap();
+    register(&cluster, &split).await;
+    let features = "month, day, dep_time, dep_delay, carrier, origin, distance";
+    let store = arbor_datafusion::shard_store();
+    for options in ["n_trees=6 max_depth=10 seed=2", "algorithm=gradient-boosting n_rounds=5 max_depth=4"] {
+        let train = format!("SELECT train_forest(label, {features}, '{options}') AS model FROM train");
+        let before = store.stats();
+        let kept = model(&cluster, &train).await;
+        let after = store.stats();
+        assert!(after.hits >= before.hits + 4, "{options}: level jobs found their shards ({before:?} then {after:?})");
+        let budget = store.budget();
+        store.set_budget(0);
+        let read = model(&cluster, &train).await;
+        store.set_budget(budget);
+        assert!(kept.to_bytes() == read.to_bytes(), "{options}: kept shards or rows read again, one model");
+    }
+}

@@ -308,7 +308,7 @@ fn rereadable(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
 }
 
 /// Whether any expression of `node` calls a volatile function.
-fn calls_volatile(node: &dyn ExecutionPlan) -> Result<bool> {
+pub(crate) fn calls_volatile(node: &dyn ExecutionPlan) -> Result<bool> {
     let mut volatile = false;
     node.apply_expressions(&mut |expr| {
         expr.apply(|e| {

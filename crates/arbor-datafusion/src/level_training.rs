@@ -141,6 +141,9 @@ impl LevelTraining {
             StepOutcome::Grow(state) => state,
             StepOutcome::OneNode(_) => return Ok(None),
         };
+        // The training's name for the shards its level jobs keep ([`crate::resident_shards`]).
+        state.set_training_id(training_id());
+        let shards = state.shard_key();
         report(&state, jobs);
         while !state.is_done() {
             if state.finishing().is_empty() {
@@ -155,6 +158,8 @@ impl LevelTraining {
             jobs += 1;
             report(&state, jobs);
         }
+        // Executors drop the training's shards once idle; one in this process (standalone) goes now.
+        crate::shard_store::shard_store().release(shards);
         let model = state.into_model(&call.params).exec(NAME)?;
         let field = aggregate.schema.field(0);
         let DataType::Struct(fields) = field.data_type() else {
@@ -263,6 +268,16 @@ impl QueryPlanner for LevelTraining {
         let plan = self.train_in(plan, session).await?;
         self.inner.create_physical_plan(&plan, session).await
     }
+}
+
+/// A training's id: a number no other training of this or another driver draws.
+fn training_id() -> u64 {
+    let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&time.to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&(&time as *const u128 as usize).to_le_bytes());
+    hasher.digest()
 }
 
 /// An aggregate's constant argument: a batch makes its arguments arrays of

@@ -60,6 +60,12 @@ impl StepOutcome {
     }
 }
 
+/// A level's sums as a partial aggregate's state: what a piece of the
+/// rows passes on, from the aggregate or from a kept shard alike.
+pub(crate) fn level_partial(sums: &LevelSums) -> Vec<u8> {
+    [vec![1], sums.to_bytes()].concat()
+}
+
 /// The `arbor_train_step` aggregate.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TrainStep {
@@ -134,7 +140,7 @@ impl Partial {
     fn to_bytes(&self) -> Vec<u8> {
         match self {
             Partial::Summary(s) => [vec![0], s.to_bytes()].concat(),
-            Partial::Level(h) => [vec![1], h.to_bytes()].concat(),
+            Partial::Level(h) => level_partial(h),
         }
     }
 

@@ -115,6 +115,20 @@ impl ExactHistograms {
         }
     }
 
+    /// [`ExactHistograms::add_fixed`] on features `features` only (the
+    /// others' bins of this node stay as they are).
+    pub(crate) fn add_fixed_on(&mut self, node: usize, bins: &[u16], lanes: &[i128], features: &[u16]) {
+        let base = node * self.total_bins();
+        let width = self.lanes;
+        for &f in features {
+            let f = usize::from(f);
+            let at = (base + self.offsets[f] + usize::from(bins[f])) * width;
+            for (sum, add) in self.sums[at..at + width].iter_mut().zip(lanes) {
+                *sum += add;
+            }
+        }
+    }
+
     /// Adds `other`'s sums: the histograms of other rows of the same nodes.
     pub(crate) fn merge(&mut self, other: &ExactHistograms) -> Result<()> {
         if self.offsets != other.offsets || self.nodes != other.nodes || self.lanes != other.lanes {
@@ -141,8 +155,14 @@ impl ExactHistograms {
 
     /// Node `node`'s totals, one per lane (every row lands in one bin of feature 0).
     pub(crate) fn totals(&self, node: usize) -> Vec<i128> {
+        self.totals_on(node, 0)
+    }
+
+    /// A node's sums over all its rows, from feature `f`'s bins (every
+    /// feature summed for the node holds every row once).
+    pub(crate) fn totals_on(&self, node: usize, f: usize) -> Vec<i128> {
         let (base, width) = (node * self.total_bins(), self.lanes);
-        let bins = &self.sums[base * width..(base + self.offsets[1]) * width];
+        let bins = &self.sums[(base + self.offsets[f]) * width..(base + self.offsets[f + 1]) * width];
         bins.chunks_exact(width).fold(vec![0; width], |mut acc, s| {
             acc.iter_mut().zip(s).for_each(|(a, b)| *a += b);
             acc

@@ -20,13 +20,13 @@
 use arbor_kernels::{
     best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
 };
-use arbor_quantize::{BinMapper, FeatureColumn};
+use arbor_quantize::BinMapper;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::data::dataset::TrainingData;
-use crate::data::label::{Classes, LabelInfo, Target};
-use crate::data::summary::{fitted_features, global_labels, LevelSummary};
+use crate::data::label::{Classes, LabelInfo};
+use crate::data::summary::{fitted_features, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
@@ -35,6 +35,7 @@ use crate::train::boosting::grow_settings;
 use crate::train::exact_histograms::{exact_sums_fit, float, ExactHistograms};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
+use crate::train::level_shard::{LevelShard, ShardLabels};
 use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{
     Algorithm, ArborError, CheckedParams, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting,
@@ -65,7 +66,7 @@ struct OpenNode {
 pub struct LevelBoosting {
     task: Task,
     label: LabelInfo,
-    features: Vec<Feature>,
+    pub(crate) features: Vec<Feature>,
     loss: Loss,
     outputs: usize,
     base_score: Vec<f64>,
@@ -77,6 +78,8 @@ pub struct LevelBoosting {
     gain_per_feature: Vec<f64>,
     growing: Vec<GrowingTree>,
     open: Vec<OpenNode>,
+    /// Which training this is, for the shards kept between its jobs (0 until the driver names it).
+    pub(crate) training_id: u64,
 }
 
 /// Exact gradient sums of one or more pieces' rows, by open node, feature and bin.
@@ -181,6 +184,7 @@ impl LevelBoosting {
             features,
             growing: Vec::new(),
             open: Vec::new(),
+            training_id: 0,
         };
         if boosting.n_rounds > 0 {
             boosting.start_round();
@@ -223,33 +227,32 @@ impl LevelBoosting {
     /// scored by the finished trees, its derivatives taken, and summed into
     /// the open node it reaches in each growing tree.
     pub fn histograms(&self, data: &TrainingData) -> Result<LevelHistograms> {
-        check_features(&self.features, data)?;
-        let n = data.n_rows();
+        self.shard_histograms(&self.shard(data)?)
+    }
+
+    /// A piece's rows prepared for every level's histograms ([`LevelShard`]).
+    pub(crate) fn shard(&self, data: &TrainingData) -> Result<LevelShard> {
+        LevelShard::new(&self.features, &self.label, data, false)
+    }
+
+    /// [`LevelBoosting::histograms`] over a prepared piece, whose scores
+    /// by the trees finished before are kept for the next level.
+    pub(crate) fn shard_histograms(&self, shard: &LevelShard) -> Result<LevelHistograms> {
+        let n = shard.n_rows();
         let n_features = self.features.len();
-        let values = global_values(&self.features, data);
-        let labels = global_labels(&self.label, data)?;
-        let target = match (&data.target, &labels) {
-            (_, Some(labels)) => LossTarget::Classes(labels),
-            (Target::Values(y), None) => LossTarget::Values(y),
-            (Target::Classes(_), None) => unreachable!("class labels are mapped"),
+        let target = match &shard.labels {
+            ShardLabels::Classes(labels) => LossTarget::Classes(labels),
+            ShardLabels::Values(y) => LossTarget::Values(y),
         };
         let outputs = self.outputs;
-        let mut raw: Vec<f64> = self.base_score.iter().copied().cycle().take(n * outputs).collect();
-        raw.par_chunks_mut(CHUNK_ROWS * outputs).enumerate().for_each(|(k, chunk)| {
-            for (i, scores) in chunk.chunks_exact_mut(outputs).enumerate() {
-                let r = k * CHUNK_ROWS + i;
-                for (t, tree) in self.trees.iter().enumerate() {
-                    scores[t % outputs] += tree.values[tree.leaf(|f| values[f][r])];
-                }
-            }
-        });
+        let raw = shard.raw_scores(&self.base_score, &self.trees);
         let mut proba = Vec::new();
         if self.loss == Loss::Softmax {
             proba = vec![0.0; n * outputs];
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
         let rows: Vec<u32> = (0..n as u32).collect();
-        let weight = RowWeights::of(data.weights.as_deref());
+        let weight = RowWeights::of(shard.weights.as_deref());
         let derivatives: Vec<(Vec<f64>, Vec<f64>)> = (0..self.growing.len())
             .map(|output| {
                 let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
@@ -283,11 +286,9 @@ impl LevelBoosting {
                 let mut bins = vec![0u16; n_features];
                 for &r in chunk {
                     let r = r as usize;
-                    for (f, bin) in bins.iter_mut().enumerate() {
-                        *bin = self.features[f].mapper.bin_value(values[f][r]);
-                    }
+                    shard.row_bins(r, &mut bins);
                     for (t, growing) in self.growing.iter().enumerate() {
-                        let slot = slot_of[t][growing.tree.node_reached(|f| values[f][r])];
+                        let slot = slot_of[t][growing.tree.node_reached(|f| shard.value(f, r))];
                         if slot != u32::MAX {
                             let (grad, hess) = &derivatives[t];
                             sums.add_row(slot as usize, &bins, grad[r], hess[r]);
@@ -485,25 +486,6 @@ pub(crate) fn check_features(features: &[Feature], data: &TrainingData) -> Resul
     Ok(())
 }
 
-/// Each feature's values as the trees test them, in the training's
-/// terms: numbers as they are, categories as their training bins (NaN
-/// when missing).
-pub(crate) fn global_values(features: &[Feature], data: &TrainingData) -> Vec<Vec<f64>> {
-    data.columns
-        .par_iter()
-        .zip(features)
-        .map(|(column, feature)| match (column, feature.mapper.categories()) {
-            (FeatureColumn::Categorical { bins, categories }, Some(known)) => {
-                let global: Vec<f64> = std::iter::once(f64::NAN)
-                    .chain(categories.iter().map(|c| known.binary_search(c).map_or(f64::NAN, |i| (i + 1) as f64)))
-                    .collect();
-                bins.iter().map(|&b| global[usize::from(b)]).collect()
-            }
-            _ => (0..column.len()).map(|r| column.raw_value(r)).collect(),
-        })
-        .collect()
-}
-
 /// Makes node `node` a leaf of `stats`' value.
 fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &GrowSettings) {
     let offset = growing.tree.values.len();
@@ -607,6 +589,52 @@ mod tests {
         };
         let (a, b) = (accuracy(&single), accuracy(&levels));
         assert!((a - b).abs() <= 0.01, "single-node accuracy {a}, level-wise {b}");
+    }
+
+    /// Shards kept from level to level (their scores extended by each
+    /// round's trees, not recomputed) give the model rows read every level
+    /// give; a shard whose kept scores belong to other trees (another
+    /// training's) scores from the start, so is never wrong.
+    #[test]
+    fn kept_shards_give_the_bytes_of_rows_read_every_level() {
+        let batch = table(3000);
+        for (options, label) in [
+            ("algorithm=gradient-boosting n_rounds=6 max_depth=3", "y"),
+            ("algorithm=gradient-boosting n_rounds=3", "class"),
+        ] {
+            let read = train_in_pieces(options, label, &batch, &[(0, 1800), (1800, 1200)]);
+            let trainer = trainer(options, label);
+            let params = trainer.params().check().unwrap();
+            let pieces: Vec<TrainingData> = [(0, 1800), (1800, 1200)]
+                .iter()
+                .map(|&(at, n)| trainer.training_data(vec![batch.slice(at, n)]).unwrap())
+                .collect();
+            let mut summary = LevelSummary::default();
+            pieces.iter().for_each(|p| summary.merge(LevelSummary::of(p)).unwrap());
+            let Ok(mut state) = begin(&params, summary) else { panic!("grows") };
+            let shards: Vec<LevelShard> = pieces.iter().map(|p| state.shard(p).unwrap()).collect();
+            // Another training's trees leave scores in the first shard first.
+            let other = train_in_pieces(
+                "algorithm=gradient-boosting n_rounds=2 learning_rate=0.9",
+                label,
+                &batch,
+                &[(0, 3000)],
+            );
+            let other_trees: Vec<Tree> = other.trees().iter().cloned().collect();
+            shards[0].raw_scores(&state.base_score, &other_trees);
+            while !state.is_done() {
+                let mut sums: Option<LevelHistograms> = None;
+                for shard in &shards {
+                    let part = state.shard_histograms(shard).unwrap();
+                    match sums.as_mut() {
+                        Some(sums) => sums.merge(&part).unwrap(),
+                        None => sums = Some(part),
+                    }
+                }
+                state.grow(&params, &sums.unwrap()).unwrap();
+            }
+            assert_eq!(state.into_model(&params).unwrap().to_bytes(), read.to_bytes(), "{options} {label}");
+        }
     }
 
     /// Options that need the rows in one place say so; corrupt state is an error.

@@ -41,9 +41,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::canonical_order::mix;
 use crate::data::dataset::TrainingData;
-use crate::data::label::{Classes, LabelInfo, Target};
-use crate::data::summary::global_labels;
-use crate::data::summary::{fitted_features, row_hashes, LevelSummary};
+use crate::data::label::{Classes, LabelInfo};
+use crate::data::summary::{fitted_features, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
@@ -55,7 +54,7 @@ use crate::train::grower::{
     TreeWeights,
 };
 use crate::train::importance::mean_decrease_impurity;
-use crate::train::level_boosting::{check_features, global_values};
+use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
 use crate::{Algorithm, ArborError, CheckedParams, ImportanceKind, Result, Task, TrainParams};
 
@@ -80,14 +79,17 @@ const MAX_DRAWS: u32 = 16;
 const CHUNK_ROWS: usize = 8_192;
 
 /// A node waiting for its split: its index in the tree, its depth, the
-/// bootstrap rows (with their multiplicity) that reach it, and whether it
-/// grows whole from its rows (small) or a level at a time from histograms (large).
+/// bootstrap rows (with their multiplicity) that reach it, whether it
+/// grows whole from its rows (small) or a level at a time from histograms
+/// (large), and how many of its drawn features a level sums (a large
+/// node's split search reads only those; see [`LevelForest::drawn_features`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct OpenNode {
     node: u32,
     depth: u32,
     rows: f64,
     in_memory: bool,
+    drawn: u32,
 }
 
 /// One tree of the forest, growing.
@@ -108,7 +110,7 @@ struct ForestTree {
 pub struct LevelForest {
     task: Task,
     label: LabelInfo,
-    features: Vec<Feature>,
+    pub(crate) features: Vec<Feature>,
     /// Classes (classification) or 0.
     n_classes: usize,
     seed: u64,
@@ -119,6 +121,8 @@ pub struct LevelForest {
     training_rows: u64,
     skipped_null_labels: u64,
     trees: Vec<ForestTree>,
+    /// Which training this is, for the shards kept between its jobs (0 until the driver names it).
+    pub(crate) training_id: u64,
 }
 
 /// The rows of one small open node, binned, as its records gave them.
@@ -288,11 +292,11 @@ impl LevelForest {
         }
         let features =
             fitted_features(summary.features, summary.categories, summary.samples, &fp.tree.quantize_params())?;
-        fp.features_per_node(features.len(), task)?;
         let rows = summary.rows as f64;
         let in_memory_rows = (rows * IN_MEMORY_SHARE).max(IN_MEMORY_MIN_ROWS);
         let drawn = rows * fp.tree.sample_fraction;
-        let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows };
+        let m = fp.features_per_node(features.len(), task)? as u32;
+        let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows, drawn: m };
         let tree = ForestTree {
             tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
             cover: vec![0.0],
@@ -312,6 +316,7 @@ impl LevelForest {
             skipped_null_labels: summary.skipped_null_labels,
             trees: vec![tree; fp.n_trees],
             features,
+            training_id: 0,
         }))
     }
 
@@ -361,23 +366,31 @@ impl LevelForest {
         }
     }
 
-    /// How many times row hash `hash` is drawn into tree `tree`'s bootstrap.
-    fn draws(&self, hash: u64, tree: usize) -> u32 {
-        let stream = mix(self.seed ^ mix((tree as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)));
-        let u = (mix(hash ^ stream) >> 11) as f64 * f64::powi(2.0, -53);
-        if !self.bootstrap {
-            return u32::from(u < self.sample_fraction);
-        }
-        // Poisson(sample_fraction) by its inverse distribution function.
+    /// The bootstrap's draws: how many times a row is drawn into a tree.
+    fn bootstrap_draws(&self) -> BootstrapDraws {
         let lambda = self.sample_fraction;
-        let (mut k, mut p) = (0, (-lambda).exp());
-        let mut cdf = p;
-        while u > cdf && k < MAX_DRAWS {
-            k += 1;
-            p *= lambda / f64::from(k);
-            cdf += p;
+        let (mut p, mut cdf) = ((-lambda).exp(), [0.0; MAX_DRAWS as usize + 1]);
+        cdf[0] = p;
+        for k in 1..=MAX_DRAWS as usize {
+            p *= lambda / k as f64;
+            cdf[k] = cdf[k - 1] + p;
         }
-        k
+        BootstrapDraws { seed: self.seed, bootstrap: self.bootstrap, sample_fraction: self.sample_fraction, cdf }
+    }
+
+    /// The first `count` features node `node` of tree `tree` draws, in the
+    /// order its split search reads them: the search reads features until
+    /// `max_features` of them vary in the node, so a level sums only these
+    /// for it (a node whose drawn features run out before then waits a
+    /// level for more: [`TreeLevel::split`]).
+    fn drawn_features(&self, tree: usize, node: u32, count: u32) -> Vec<u16> {
+        let mut rng = node_rng(self.seed, tree, node);
+        let mut perm: Vec<usize> = (0..self.features.len()).collect();
+        let count = (count as usize).min(perm.len());
+        for i in 0..count {
+            draw_feature(&mut perm, i, &mut rng);
+        }
+        perm[..count].iter().map(|&f| f as u16).collect()
     }
 
     /// Each tree's large open nodes by node index, as their slot in the
@@ -401,64 +414,68 @@ impl LevelForest {
         (slots, large)
     }
 
-    /// The piece's rows as a level reads them; refused when a row's sums could overflow.
-    fn rows_of(&self, data: &TrainingData) -> Result<PieceRows> {
-        check_features(&self.features, data)?;
-        let values = global_values(&self.features, data);
-        let labels: Vec<f64> = match (global_labels(&self.label, data)?, &data.target) {
-            (Some(classes), _) => classes.into_iter().map(f64::from).collect(),
-            (None, Target::Values(y)) => y.clone(),
-            (None, Target::Classes(_)) => unreachable!("class labels are mapped"),
-        };
-        let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+    /// A piece's rows prepared for every level's sums ([`LevelShard`]).
+    pub(crate) fn shard(&self, data: &TrainingData) -> Result<LevelShard> {
+        LevelShard::new(&self.features, &self.label, data, true)
+    }
+
+    /// An error if a row of `shard` could overflow the level's exact sums.
+    fn check_sums_fit(&self, shard: &LevelShard) -> Result<()> {
         let regression = self.task == Task::Regression;
         // A row adds up to MAX_DRAWS times `w` (and, for regression, `w·y` and `w·y²`).
-        let worst = (0..data.n_rows())
+        let worst = (0..shard.n_rows())
             .map(|r| {
-                f64::from(MAX_DRAWS) * weight(r).abs() * if regression { (labels[r] * labels[r]).max(1.0) } else { 1.0 }
+                let y = shard.label(r);
+                f64::from(MAX_DRAWS) * shard.weight(r).abs() * if regression { (y * y).max(1.0) } else { 1.0 }
             })
             .fold(0.0, f64::max);
-        if !exact_sums_fit(worst, self.training_rows.max(data.n_rows() as u64)) {
+        if !exact_sums_fit(worst, self.training_rows.max(shard.n_rows() as u64)) {
             return Err(ArborError::Data(format!(
                 "label '{}': a value of {worst:e} is too large to sum exactly over {} rows",
                 self.label.name, self.training_rows
             )));
         }
-        Ok(PieceRows { hashes: row_hashes(data), values, labels })
+        Ok(())
     }
 
-    /// Where row `r` (of content hash `hash`) goes in each tree `walked`
-    /// names: the tree, the row's bootstrap multiplicity there (trees
-    /// that do not draw it are skipped) and the node it reaches.
+    /// Where row `r` of `shard` goes in each tree `walked` names: the
+    /// tree, the row's bootstrap multiplicity there (trees that do not
+    /// draw it are skipped) and the node it reaches.
     fn reaches<'a>(
         &'a self,
-        hash: u64,
-        values: &'a [Vec<f64>],
+        draws: &'a BootstrapDraws,
+        shard: &'a LevelShard,
         r: usize,
         walked: impl Fn(usize) -> bool + 'a,
     ) -> impl Iterator<Item = (usize, u32, usize)> + 'a {
+        let hash = shard.hashes[r];
         self.trees.iter().enumerate().filter(move |(t, _)| walked(*t)).filter_map(move |(t, tree)| {
-            let count = self.draws(hash, t);
-            (count > 0).then(|| (t, count, tree.tree.node_reached(|f| values[f][r])))
+            let count = draws.draws(hash, t);
+            (count > 0).then(|| (t, count, tree.tree.node_reached(|f| shard.value(f, r))))
         })
-    }
-
-    /// Row `r`'s bins, one per feature, into `bins`.
-    fn bin_row(&self, values: &[Vec<f64>], r: usize, bins: &mut [u16]) {
-        for (f, bin) in bins.iter_mut().enumerate() {
-            *bin = self.features[f].mapper.bin_value(values[f][r]);
-        }
     }
 
     /// One piece's sums for the level: each row drawn into each tree's
     /// bootstrap as its hash says, walked to its open node, and added to
     /// that node's histograms if it is large.
     pub fn sums(&self, data: &TrainingData) -> Result<LevelForestSums> {
-        let PieceRows { hashes, values, labels } = self.rows_of(data)?;
-        let n = data.n_rows();
-        let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+        self.shard_sums(&self.shard(data)?)
+    }
+
+    /// [`LevelForest::sums`] over a prepared piece.
+    pub(crate) fn shard_sums(&self, shard: &LevelShard) -> Result<LevelForestSums> {
+        self.check_sums_fit(shard)?;
+        let draws = self.bootstrap_draws();
+        let n = shard.n_rows();
         let regression = self.task == Task::Regression;
         let (slots, large) = self.slots();
+        // Each slot's drawn features, in slot order.
+        let mut summed: Vec<Vec<u16>> = Vec::with_capacity(large);
+        for (t, tree) in self.trees.iter().enumerate() {
+            for open in tree.open.iter().filter(|o| !o.in_memory) {
+                summed.push(self.drawn_features(t, open.node, open.drawn));
+            }
+        }
         let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
         let (lanes, n_features, n_classes) = (self.lanes(), self.features.len(), self.n_classes);
         let empty = || ExactHistograms::with_lanes(&bins_per_feature, large, lanes);
@@ -473,15 +490,15 @@ impl LevelForest {
                 for &r in chunk {
                     let r = r as usize;
                     let mut binned = false;
-                    for (t, count, node) in self.reaches(hashes[r], &values, r, |t| !slots[t].is_empty()) {
+                    for (t, count, node) in self.reaches(&draws, shard, r, |t| !slots[t].is_empty()) {
                         let Some(slot) = slots[t][node] else {
                             continue;
                         };
                         if !binned {
-                            self.bin_row(&values, r, &mut bins);
+                            shard.row_bins(r, &mut bins);
                             binned = true;
                         }
-                        let (c, w, y) = (f64::from(count), weight(r), labels[r]);
+                        let (c, w, y) = (f64::from(count), shard.weight(r), shard.label(r));
                         sums.fill(0);
                         if regression {
                             sums.copy_from_slice(&[fixed(c), fixed(c * w), fixed(c * w * y), fixed(c * w * y * y)]);
@@ -489,7 +506,7 @@ impl LevelForest {
                             sums[y as usize] = fixed(c * w);
                             sums[n_classes] = fixed(c);
                         }
-                        histograms.add_fixed(slot as usize, &bins, &sums);
+                        histograms.add_fixed_on(slot as usize, &bins, &sums, &summed[slot as usize]);
                     }
                 }
                 histograms
@@ -574,13 +591,23 @@ impl LevelForest {
     /// One piece's records for the nodes [`LevelForest::finishing`] names:
     /// each row, binned, once per such node its bootstrap draws reach.
     pub fn node_records(&self, data: &TrainingData) -> Result<NodeRecords> {
+        if self.finishing().is_empty() {
+            let width = RECORD_HEAD + 2 * self.features.len();
+            return Ok(NodeRecords { keys: Vec::new(), records: Vec::new(), width });
+        }
+        self.shard_records(&self.shard(data)?)
+    }
+
+    /// [`LevelForest::node_records`] over a prepared piece.
+    pub(crate) fn shard_records(&self, shard: &LevelShard) -> Result<NodeRecords> {
         let keys = self.finishing();
         let width = RECORD_HEAD + 2 * self.features.len();
         let mut out = NodeRecords { keys: Vec::new(), records: Vec::new(), width };
         if keys.is_empty() {
             return Ok(out);
         }
-        let PieceRows { hashes, values, labels } = self.rows_of(data)?;
+        self.check_sums_fit(shard)?;
+        let draws = self.bootstrap_draws();
         // Per tree, per node index: whether the batch finishes it.
         let mut finishes: Vec<Vec<bool>> = self.trees.iter().map(|_| Vec::new()).collect();
         for &key in &keys {
@@ -590,22 +617,21 @@ impl LevelForest {
             of[node] = true;
         }
         let mut bins = vec![0u16; self.features.len()];
-        for r in 0..data.n_rows() {
+        for r in 0..shard.n_rows() {
             let mut binned = false;
-            for (t, count, node) in self.reaches(hashes[r], &values, r, |t| !finishes[t].is_empty()) {
+            for (t, count, node) in self.reaches(&draws, shard, r, |t| !finishes[t].is_empty()) {
                 if !finishes[t][node] {
                     continue;
                 }
                 if !binned {
-                    self.bin_row(&values, r, &mut bins);
+                    shard.row_bins(r, &mut bins);
                     binned = true;
                 }
-                let weight = data.weights.as_ref().map_or(1.0, |w| w[r]);
                 out.keys.push(NodeKey::new(t, node as u32));
                 out.records.extend(count.to_le_bytes());
-                out.records.extend(hashes[r].to_le_bytes());
-                out.records.extend(weight.to_bits().to_le_bytes());
-                out.records.extend(labels[r].to_bits().to_le_bytes());
+                out.records.extend(shard.hashes[r].to_le_bytes());
+                out.records.extend(shard.weight(r).to_bits().to_le_bytes());
+                out.records.extend(shard.label(r).to_bits().to_le_bytes());
                 bins.iter().for_each(|b| out.records.extend(b.to_le_bytes()));
             }
         }
@@ -759,13 +785,42 @@ impl LevelForest {
     }
 }
 
-/// A piece's rows as a level reads them: each row's content hash, its
-/// features' values as the trees test them, and its label as a number
-/// (class index or response).
-struct PieceRows {
-    hashes: Vec<u64>,
-    values: Vec<Vec<f64>>,
-    labels: Vec<f64>,
+/// The random stream of node `node` of tree `tree` of a forest of `seed`:
+/// the features its split search draws, or its whole subtree's.
+fn node_rng(seed: u64, tree: usize, node: u32) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(mix(seed) ^ mix(NodeKey::new(tree, node).bits()))
+}
+
+/// Draws of rows into trees' bootstraps, from the rows' content hashes.
+struct BootstrapDraws {
+    seed: u64,
+    bootstrap: bool,
+    sample_fraction: f64,
+    /// Poisson(sample_fraction)'s distribution function at 0..=MAX_DRAWS.
+    cdf: [f64; MAX_DRAWS as usize + 1],
+}
+
+impl BootstrapDraws {
+    /// How many times row hash `hash` is drawn into tree `tree`'s bootstrap:
+    /// Poisson(sample_fraction) by its inverse distribution function (with
+    /// `bootstrap=false`, once with probability `sample_fraction`).
+    #[inline]
+    fn draws(&self, hash: u64, tree: usize) -> u32 {
+        let stream = mix(self.seed ^ mix((tree as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)));
+        let u = (mix(hash ^ stream) >> 11) as f64 * f64::powi(2.0, -53);
+        if !self.bootstrap {
+            return u32::from(u < self.sample_fraction);
+        }
+        self.cdf.iter().position(|&c| u <= c).map_or(MAX_DRAWS, |k| k as u32)
+    }
+}
+
+/// What a large node's split search over its summed features found.
+enum Search {
+    /// The best split of the features it read, if any.
+    Found(Option<(usize, SplitCandidate)>),
+    /// Fewer than `max_features` of its summed features vary: sum this many next level.
+    NeedsFeatures(u32),
 }
 
 /// Per tree, per node index: the histogram slot of a large open node, `None` for the others.
@@ -793,12 +848,15 @@ impl TreeLevel<'_> {
 
     /// The random stream of node `node` of tree `tree`.
     fn node_rng(&self, tree: usize, node: u32) -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(mix(self.seed) ^ mix(NodeKey::new(tree, node).bits()))
+        node_rng(self.seed, tree, node)
     }
 
     /// Splits large node `open` by its histograms, or makes it a leaf.
     fn split(&self, t: usize, tree: &mut ForestTree, open: OpenNode, histograms: &ExactHistograms, slot: usize) {
-        let totals: Vec<f64> = histograms.totals(slot).into_iter().map(float).collect();
+        // The node's totals, from its first drawn feature (the only features summed are drawn ones).
+        let mut first = (0..self.features.len()).collect::<Vec<_>>();
+        draw_feature(&mut first, 0, &mut self.node_rng(t, open.node));
+        let totals: Vec<f64> = histograms.totals_on(slot, first[0]).into_iter().map(float).collect();
         let stride = match self.task {
             Task::Classification => self.n_classes + 1,
             Task::Regression => 3,
@@ -820,8 +878,16 @@ impl TreeLevel<'_> {
         let splittable = settings.may_split(count, weight, open.depth as usize)
             && weight > 0.0
             && impure(stats, &self.shape(), criterion, |_, _, _| variance(), threshold);
-        let search = || self.best_split(t, open.node, &settings, (histograms, slot), stats, variance);
-        let best = splittable.then(search).flatten();
+        let search = || self.best_split(t, open, &settings, (histograms, slot), stats, variance);
+        let best = match splittable.then(search) {
+            Some(Search::Found(best)) => best,
+            None => None,
+            Some(Search::NeedsFeatures(drawn)) => {
+                // Its drawn features ran out before `max_features` varied: it waits a level for more.
+                tree.open.push(OpenNode { drawn, ..open });
+                return;
+            }
+        };
         let Some((f, split)) = best.filter(|(_, s)| s.merit() >= settings.min_gain) else {
             self.make_leaf(tree, node, stats, criterion);
             return;
@@ -844,7 +910,8 @@ impl TreeLevel<'_> {
             let (count, weight) = count_weight(child_stats, criterion);
             if settings.may_split(count, weight, open.depth as usize + 1) {
                 let in_memory = count < self.in_memory_rows;
-                tree.open.push(OpenNode { node: child as u32, depth: open.depth + 1, rows: count, in_memory });
+                let drawn = self.m as u32;
+                tree.open.push(OpenNode { node: child as u32, depth: open.depth + 1, rows: count, in_memory, drawn });
             } else {
                 self.make_leaf(tree, child, child_stats, criterion);
             }
@@ -861,12 +928,13 @@ impl TreeLevel<'_> {
     fn best_split(
         &self,
         t: usize,
-        node: u32,
+        open: OpenNode,
         settings: &GrowSettings,
         (histograms, slot): (&ExactHistograms, usize),
         stats: &[f64],
         variance: impl Fn() -> f64,
-    ) -> Option<(usize, SplitCandidate)> {
+    ) -> Search {
+        let node = open.node;
         let criterion = settings.criterion;
         let stride = stats.len();
         let n_features = self.features.len();
@@ -889,6 +957,9 @@ impl TreeLevel<'_> {
             if visited >= self.m {
                 break;
             }
+            if i >= open.drawn as usize {
+                return Search::NeedsFeatures((i + self.m - visited) as u32);
+            }
             draw_feature(&mut perm, i, &mut rng);
             let f = perm[i];
             let hist = histograms.feature(slot, f, stride);
@@ -904,7 +975,7 @@ impl TreeLevel<'_> {
                 offer(&mut best, f, candidate, &mut unit, noise);
             }
         }
-        best
+        Search::Found(best)
     }
 
     /// Makes node `node` a leaf of `stats`' value.
@@ -992,6 +1063,8 @@ fn graft(tree: &mut ForestTree, at: usize, subtree: Tree, cover: Vec<f32>) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use arrow::array::{Int64Array, RecordBatch};
 
     use super::*;
@@ -1014,7 +1087,15 @@ mod tests {
         batch: &RecordBatch,
         cuts: &[(usize, usize)],
     ) -> (Model, usize, usize) {
-        let trainer = trainer(options, label);
+        train_pieces_with(&trainer(options, label), batch, cuts)
+    }
+
+    /// [`train_in_pieces`] with any trainer.
+    fn train_pieces_with(
+        trainer: &crate::Trainer,
+        batch: &RecordBatch,
+        cuts: &[(usize, usize)],
+    ) -> (Model, usize, usize) {
         let params = trainer.params().check().unwrap();
         let pieces: Vec<TrainingData> =
             cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
@@ -1130,6 +1211,47 @@ mod tests {
             level_accuracy >= single_accuracy - 0.005,
             "accuracy: single {single_accuracy}, levels {level_accuracy}"
         );
+    }
+
+    /// A level sums only the features a large node draws. When they run
+    /// out before `max_features` of them vary (here three of four features
+    /// are constant, and each node draws one), the node waits a level for
+    /// the next drawn ones instead of becoming a leaf: every split is on
+    /// the one varying feature, trees grow as deep as on it alone, and the
+    /// pieces still do not change the model.
+    #[test]
+    fn a_node_whose_drawn_features_are_constant_waits_for_more() {
+        use arrow::array::{ArrayRef, Float64Array};
+        let base = table(6000, 0);
+        let constant: ArrayRef = Arc::new(Float64Array::from(vec![1.5; 6000]));
+        let schema = arrow::datatypes::Schema::new(
+            [
+                base.schema().fields().to_vec(),
+                ["k1", "k2", "k3"]
+                    .map(|n| Arc::new(arrow::datatypes::Field::new(n, arrow::datatypes::DataType::Float64, false)))
+                    .to_vec(),
+            ]
+            .concat(),
+        );
+        let columns = [base.columns().to_vec(), vec![constant.clone(), constant.clone(), constant]].concat();
+        let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+        let options = "n_trees=4 max_features=1 max_depth=6 seed=9";
+        let trainer = crate::Trainer::new(crate::TrainParams::parse_options(options).unwrap())
+            .label("y")
+            .features(["k1", "x", "k2", "k3"]);
+        let (whole, levels, _) = train_pieces_with(&trainer, &batch, &[(0, 6000)]);
+        let (pieces, ..) = train_pieces_with(&trainer, &batch, &[(4000, 2000), (0, 4000)]);
+        assert_eq!(whole.to_bytes(), pieces.to_bytes());
+        for tree in whole.trees().iter() {
+            assert!(tree.shape().depth >= 5, "a tree stopped early: {:?}", tree.shape());
+            for node in &tree.nodes {
+                if let Node::Split { feature, .. } = node {
+                    assert_eq!(*feature, 1, "splits test the varying feature only");
+                }
+            }
+        }
+        // The roots' drawn feature is constant three times in four: some level waited.
+        assert!(levels > 2, "{levels} level jobs");
     }
 
     /// Options that need the rows in one place say so; corrupt sums,

@@ -11,7 +11,8 @@ use crate::data::label::Classes;
 use crate::data::summary::LevelSummary;
 use crate::model::Model;
 use crate::train::level_boosting::{LevelBoosting, LevelHistograms};
-use crate::train::level_forest::{LevelForest, LevelForestSums};
+use crate::train::level_forest::{LevelForest, LevelForestSums, NodeRecords};
+use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
 use crate::{Algorithm, ArborError, CheckedParams, Result, Task, TrainParams};
 
@@ -112,10 +113,53 @@ impl LevelState {
 
     /// One piece's sums for the next level.
     pub fn sums(&self, data: &TrainingData) -> Result<LevelSums> {
+        self.shard_sums(&self.shard(data)?)
+    }
+
+    /// A piece's rows prepared for every level job of this training
+    /// ([`LevelShard`]): kept between jobs, it gives the sums
+    /// [`LevelState::sums`] gives on the piece's rows, bit for bit.
+    pub fn shard(&self, data: &TrainingData) -> Result<LevelShard> {
+        match self {
+            LevelState::Boosting(b) => b.shard(data),
+            LevelState::Forest(f) => f.shard(data),
+        }
+    }
+
+    /// One piece's sums for the next level, from its shard.
+    pub fn shard_sums(&self, shard: &LevelShard) -> Result<LevelSums> {
         Ok(match self {
-            LevelState::Boosting(b) => LevelSums::Boosting(b.histograms(data)?),
-            LevelState::Forest(f) => LevelSums::Forest(f.sums(data)?),
+            LevelState::Boosting(b) => LevelSums::Boosting(b.shard_histograms(shard)?),
+            LevelState::Forest(f) => LevelSums::Forest(f.shard_sums(shard)?),
         })
+    }
+
+    /// One piece's records of the small nodes the next job finishes, from its shard.
+    pub fn shard_records(&self, shard: &LevelShard) -> Result<NodeRecords> {
+        match self {
+            LevelState::Boosting(_) => Err(ArborError::Data("boosting has no small nodes to finish".into())),
+            LevelState::Forest(f) => f.shard_records(shard),
+        }
+    }
+
+    /// Names the training (the driver does, once, with a random number):
+    /// a shard kept for one training is never read by another.
+    pub fn set_training_id(&mut self, id: u64) {
+        match self {
+            LevelState::Boosting(b) => b.training_id = id,
+            LevelState::Forest(f) => f.training_id = id,
+        }
+    }
+
+    /// What this training's shards are kept under: its id and its
+    /// features' bins, the same for every level of one training.
+    pub fn shard_key(&self) -> u64 {
+        let (id, features) = match self {
+            LevelState::Boosting(b) => (b.training_id, &b.features),
+            LevelState::Forest(f) => (f.training_id, &f.features),
+        };
+        let bins = postcard::to_stdvec(features).expect("features always serialize");
+        xxhash_rust::xxh3::xxh3_64_with_seed(&bins, id)
     }
 
     /// The small nodes the next job finishes from their rows (a forest's,

@@ -13,6 +13,7 @@ pub(crate) mod grower;
 pub(crate) mod importance;
 pub(crate) mod level_boosting;
 pub(crate) mod level_forest;
+pub(crate) mod level_shard;
 pub(crate) mod level_state;
 #[cfg(test)]
 pub(crate) mod level_test_rows;

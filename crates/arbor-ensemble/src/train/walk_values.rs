@@ -56,7 +56,7 @@ impl<'a> WalkValues<'a> {
 /// A value for each bin of `mapper` that every histogram split sends the
 /// bin's way: NaN for the missing bin, the bin's upper edge (numeric; the
 /// last bin, unbounded, infinity) or the bin itself (categorical).
-fn stand_ins(mapper: &BinMapper) -> Vec<f64> {
+pub(crate) fn stand_ins(mapper: &BinMapper) -> Vec<f64> {
     let mut values: Vec<f64> = match mapper {
         BinMapper::Numeric { edges } => {
             std::iter::once(f64::NAN).chain(edges.iter().copied()).chain(std::iter::once(f64::INFINITY)).collect()

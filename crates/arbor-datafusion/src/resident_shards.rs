@@ -1,0 +1,357 @@
+//! Level jobs that read a partition once per training, not once per level.
+//!
+//! Level-wise training ([`crate::level_training`]) runs one job per tree
+//! level, each `arbor_train_step(<state>, label, features...)` over the
+//! same input. The physical rule [`ResidentShards`] replaces each level
+//! job's partial aggregate with [`LevelStepExec`]: for its partition it
+//! looks up the training's shard in the process's [`shard_store`] (the
+//! partition's rows binned with the training's bins, with labels, weights,
+//! content hashes and boosting's scores; [`LevelShard`]), and only on a
+//! miss reads the partition and builds it. Its output is the partial
+//! aggregate's, bit for bit: a level's sums are computed from a shard
+//! either way, kept or just built.
+//!
+//! Only inputs that give a partition the same rows every time are read so
+//! (a file scan under projections and filters of stable functions); any
+//! other input keeps the aggregate, which reads its rows every level.
+
+use std::sync::Arc;
+
+use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, LevelSums, Task};
+use arrow::array::{BinaryArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{DataFusionError, ScalarValue};
+use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::Result;
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::projection::ProjectionExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    displayable, DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+    SendableRecordBatchStream,
+};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::binned_training::calls_volatile;
+use crate::column_chunks::ColumnChunks;
+use crate::error::FunctionError;
+use crate::shard_store::{shard_store, ShardKey};
+use crate::train_arguments::{constant, training_data, TrainArguments};
+use crate::train_step::{level_partial, TRAIN_STEP};
+
+/// The name errors give: what the user called.
+const NAME: &str = "train_forest";
+
+/// What a [`LevelStepExec`]'s encoding starts with, so that a codec tells it from others.
+const MAGIC: &[u8] = b"arbor-level-step\0";
+
+/// The physical rule that reads level jobs' partitions through shards
+/// (see the module's documentation).
+#[derive(Debug, Default)]
+pub struct ResidentShards;
+
+impl PhysicalOptimizerRule for ResidentShards {
+    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_down(|node| match LevelStepExec::replacing(&node)? {
+            Some(exec) => Ok(Transformed::new(Arc::new(exec), true, TreeNodeRecursion::Jump)),
+            None => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "arbor_resident_shards"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// What a level step carries besides its input, as it travels to executors.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StepSpec {
+    /// The training state (`LevelState` bytes) the level starts from.
+    state: Vec<u8>,
+    /// The options, as written.
+    options: String,
+    /// Which input column holds sample weights.
+    weight: Option<usize>,
+    /// A fingerprint of the plan the input's partitions are read from.
+    input_key: u64,
+}
+
+/// One level job's partial sums over one partition, read from the
+/// partition's shard (see the module's documentation).
+#[derive(Clone, Debug)]
+pub struct LevelStepExec {
+    /// The data arguments (label first), one column each, named as the aggregate named them.
+    input: Arc<dyn ExecutionPlan>,
+    spec: Arc<StepSpec>,
+    /// The partial aggregate's output: one binary column.
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl LevelStepExec {
+    /// The exec that replaces `plan`, if it is a level job's partial
+    /// `arbor_train_step` aggregate over an input whose partitions give the
+    /// same rows every time.
+    fn replacing(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<LevelStepExec>> {
+        let Some(aggregate) = plan.downcast_ref::<AggregateExec>() else { return Ok(None) };
+        if *aggregate.mode() != AggregateMode::Partial
+            || !aggregate.group_expr().is_empty()
+            || aggregate.aggr_expr().len() != 1
+            || aggregate.filter_expr().iter().any(Option::is_some)
+        {
+            return Ok(None);
+        }
+        let call = &aggregate.aggr_expr()[0];
+        if call.fun().name() != TRAIN_STEP || call.is_distinct() || !call.order_bys().is_empty() {
+            return Ok(None);
+        }
+        let input = aggregate.input();
+        let schema = input.schema();
+        let exprs = call.expressions();
+        let state = match exprs.first().and_then(|e| constant(e, &schema)) {
+            Some(ScalarValue::Binary(Some(b)) | ScalarValue::LargeBinary(Some(b))) if !b.is_empty() => b,
+            // The summary step (an empty state) reads every row once anyway.
+            _ => return Ok(None),
+        };
+        if !stable_partitions(input)? {
+            return Ok(None);
+        }
+        let args = &exprs[1..];
+        let fields = args.iter().map(|e| e.return_field(&schema)).collect::<Result<Vec<_>>>()?;
+        let Ok(TrainArguments { names, weight, .. }) = TrainArguments::read(args, &fields, &schema) else {
+            return Ok(None);
+        };
+        let options = match args.last().and_then(|e| constant(e, &schema)) {
+            Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => s,
+            _ => String::new(),
+        };
+        let distinct_names = names.iter().enumerate().all(|(i, n)| !names[..i].contains(n));
+        if !distinct_names {
+            return Ok(None);
+        }
+        let projection = args[..names.len()]
+            .iter()
+            .zip(&names)
+            .map(|(e, n)| ProjectionExpr { expr: e.clone(), alias: n.clone() })
+            .collect::<Vec<_>>();
+        let projected: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(projection, input.clone())?);
+        let input_key = xxhash_rust::xxh3::xxh3_64(displayable(input.as_ref()).indent(true).to_string().as_bytes());
+        let spec = StepSpec { state, options, weight, input_key };
+        Ok(Some(LevelStepExec::new(projected, Arc::new(spec), aggregate.schema())))
+    }
+
+    fn new(input: Arc<dyn ExecutionPlan>, spec: Arc<StepSpec>, schema: SchemaRef) -> LevelStepExec {
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            input.output_partitioning().clone(),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        LevelStepExec { input, spec, schema, properties: Arc::new(properties) }
+    }
+
+    /// The exec's own fields as bytes (its input travels as the codec's
+    /// child), for a cluster's physical codec.
+    pub fn encode(&self, buf: &mut Vec<u8>) -> Result<()> {
+        buf.extend_from_slice(MAGIC);
+        let fields = (self.spec.as_ref(), self.schema.field(0).name());
+        buf.extend(postcard::to_stdvec(&fields).map_err(|e| DataFusionError::Internal(e.to_string()))?);
+        Ok(())
+    }
+
+    /// An exec read back from [`LevelStepExec::encode`] over `inputs`; `None`
+    /// when `buf` encodes another node.
+    pub fn decode(buf: &[u8], inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let Some(rest) = buf.strip_prefix(MAGIC) else { return Ok(None) };
+        let (spec, column): (StepSpec, String) = postcard::from_bytes(rest)
+            .map_err(|e| DataFusionError::Internal(format!("{NAME}: a level step's encoding is corrupt: {e}")))?;
+        let [input] = inputs else {
+            return Err(DataFusionError::Internal(format!("{NAME}: a level step has one input, not {}", inputs.len())));
+        };
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+            column,
+            arrow::datatypes::DataType::Binary,
+            true,
+        )]));
+        Ok(Some(Arc::new(LevelStepExec::new(input.clone(), Arc::new(spec), schema))))
+    }
+
+    /// The partition's partial sums: from its kept shard, or from a shard
+    /// built from its rows (and kept, if the store has room).
+    async fn partial(self, partition: usize, context: Arc<TaskContext>) -> Result<RecordBatch> {
+        let spec = self.spec.clone();
+        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
+        // A task's plan numbers its partitions from 0 (Ballista restricts the
+        // scan to the task's slice): the shard is named by the files it reads.
+        let files = partition_files(&self.input, partition)?;
+        let key = ShardKey { training: state.shard_key(), input: spec.input_key, files };
+        let store = shard_store();
+        let shard = match store.get(&key) {
+            Some(shard) => Some(shard),
+            None => {
+                let mut arrays = vec![ColumnChunks::default(); self.input.schema().fields().len()];
+                let mut stream = self.input.execute(partition, context)?;
+                while let Some(batch) = stream.next().await {
+                    let batch = batch?;
+                    for (store, column) in arrays.iter_mut().zip(batch.columns()) {
+                        store.push(column.clone())?;
+                    }
+                }
+                let (state, spec, schema) = (state.clone(), spec.clone(), self.input.schema());
+                let built = tokio::task::spawn_blocking(move || build_shard(&state, &spec, &schema, &mut arrays))
+                    .await
+                    .map_err(|e| DataFusionError::Execution(format!("{NAME}: a level job stopped: {e}")))??;
+                built.map(|shard| {
+                    let shard = Arc::new(shard);
+                    store.insert(key, shard.clone());
+                    shard
+                })
+            }
+        };
+        let sums = match shard {
+            None => None,
+            Some(shard) => {
+                let sums = tokio::task::spawn_blocking(move || -> Result<LevelSums> {
+                    let sums = state.shard_sums(&shard).exec(NAME)?;
+                    Ok(sums)
+                })
+                .await
+                .map_err(|e| DataFusionError::Execution(format!("{NAME}: a level job stopped: {e}")))??;
+                store.resized(&key);
+                Some(sums)
+            }
+        };
+        let column = BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]);
+        Ok(RecordBatch::try_new(self.schema.clone(), vec![Arc::new(column)])?)
+    }
+}
+
+/// The shard of the rows held in `arrays` (`None` when they hold nothing to train on).
+fn build_shard(
+    state: &LevelState,
+    spec: &StepSpec,
+    schema: &SchemaRef,
+    arrays: &mut [ColumnChunks],
+) -> Result<Option<LevelShard>> {
+    let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let types = schema.fields().iter().map(|f| f.data_type().clone()).collect::<Vec<_>>();
+    let task = task_of(&spec.options)?;
+    match training_data(&names, &types, spec.weight, arrays, task, false) {
+        Ok(data) => state.shard(&data).map(Some).exec(NAME),
+        // A partition of no rows, or only null labels, adds nothing.
+        Err(ArborError::NothingToTrain(_)) => Ok(None),
+        Err(e) => Err(e).exec(NAME),
+    }
+}
+
+/// The task the options name, if they name one.
+fn task_of(options: &str) -> Result<Option<Task>> {
+    let options = crate::sql_options::TrainOptions::parse(options).exec(NAME)?;
+    let params: CheckedParams = options.params.check().exec(NAME)?;
+    Ok(params.task)
+}
+
+/// Whether every partition of `plan` gives the same rows each time it is
+/// read: one scan of files (without a limit) under projections and filters
+/// of stable functions, nothing that moves rows between partitions.
+fn stable_partitions(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
+    let (mut stable, mut scans) = (true, 0);
+    plan.apply(|node| {
+        let kept = node.fetch().is_none()
+            && matches!(node.name(), "DataSourceExec" | "ProjectionExec" | "FilterExec" | "CoalesceBatchesExec");
+        scans += usize::from(file_scan(node.as_ref()).is_some());
+        stable = kept && !calls_volatile(node.as_ref())?;
+        Ok(if stable { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
+    })?;
+    Ok(stable && scans == 1)
+}
+
+/// The scan of files `node` is, if it is one.
+fn file_scan(node: &dyn ExecutionPlan) -> Option<&FileScanConfig> {
+    node.downcast_ref::<DataSourceExec>()?.data_source().downcast_ref::<FileScanConfig>()
+}
+
+/// A fingerprint of the files (path, byte range, size and modification
+/// time) partition `partition` of `plan` reads: what names its rows.
+fn partition_files(plan: &Arc<dyn ExecutionPlan>, partition: usize) -> Result<u64> {
+    let mut found = None;
+    plan.apply(|node| {
+        found = file_scan(node.as_ref()).map(|scan| scan.file_groups.get(partition).map(|g| g.files().to_vec()));
+        Ok(if found.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    })?;
+    let Some(Some(files)) = found else {
+        return Err(DataFusionError::Internal(format!("{NAME}: a level step's partition {partition} reads no files")));
+    };
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for file in files {
+        let meta = &file.object_meta;
+        hasher.update(meta.location.as_ref().as_bytes());
+        hasher.update(&meta.size.to_le_bytes());
+        hasher.update(&meta.last_modified.timestamp_nanos_opt().unwrap_or(0).to_le_bytes());
+        let (start, end) = file.range.as_ref().map_or((0, -1), |r| (r.start, r.end));
+        hasher.update(&start.to_le_bytes());
+        hasher.update(&end.to_le_bytes());
+        hasher.update(&[0xff]);
+    }
+    Ok(hasher.digest())
+}
+
+impl ExecutionPlan for LevelStepExec {
+    fn name(&self) -> &str {
+        "LevelStepExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        // Its arguments are its input's columns: the expressions are the projection's below.
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        let [input] = <[_; 1]>::try_from(children)
+            .map_err(|_| DataFusionError::Internal("LevelStepExec has one child".into()))?;
+        Ok(Arc::new(LevelStepExec::new(input, self.spec.clone(), self.schema.clone())))
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let exec = self.clone();
+        let partial = futures::stream::once(exec.partial(partition, context));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), partial)))
+    }
+}
+
+impl DisplayAs for LevelStepExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                let names = self.input.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
+                write!(f, "LevelStepExec: {TRAIN_STEP}({}) over kept shards", names.join(", "))
+            }
+            DisplayFormatType::TreeRender => write!(f, "{TRAIN_STEP}"),
+        }
+    }
+}
