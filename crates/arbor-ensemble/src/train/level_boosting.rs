@@ -473,19 +473,6 @@ impl LevelBoosting {
     }
 }
 
-/// An error unless a piece's features are the training's, in its order.
-pub(crate) fn check_features(features: &[Feature], data: &TrainingData) -> Result<()> {
-    let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
-    if names.iter().copied().ne(features.iter().map(|f| f.name.as_str())) {
-        return Err(ArborError::Data(format!(
-            "a piece of the training rows has features ({}), the training ({})",
-            names.join(", "),
-            features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
-        )));
-    }
-    Ok(())
-}
-
 /// Makes node `node` a leaf of `stats`' value.
 fn make_leaf(growing: &mut GrowingTree, node: usize, stats: &[f64], settings: &GrowSettings) {
     let offset = growing.tree.values.len();

@@ -23,9 +23,8 @@ use crate::data::label::{LabelInfo, Target};
 use crate::data::summary::{global_labels, row_hashes};
 use crate::model::feature::Feature;
 use crate::model::tree::Tree;
-use crate::train::level_boosting::check_features;
 use crate::train::walk_values::stand_ins;
-use crate::Result;
+use crate::{ArborError, Result};
 
 /// Rows per parallel work unit when a shard is built or scored.
 const CHUNK_ROWS: usize = 16_384;
@@ -207,6 +206,19 @@ fn fingerprint(base: &[f64], trees: &[Tree]) -> u64 {
         hasher.update(&postcard::to_stdvec(tree).expect("a tree always serializes"));
     }
     hasher.digest()
+}
+
+/// An error unless a piece's features are the training's, in its order.
+fn check_features(features: &[Feature], data: &TrainingData) -> Result<()> {
+    let names: Vec<&str> = data.features.iter().map(|f| f.name.as_str()).collect();
+    if names.iter().copied().ne(features.iter().map(|f| f.name.as_str())) {
+        return Err(ArborError::Data(format!(
+            "a piece of the training rows has features ({}), the training ({})",
+            names.join(", "),
+            features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// A column's bins under the training's mapper: numbers binned as they
