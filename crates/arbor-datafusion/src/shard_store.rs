@@ -187,3 +187,59 @@ impl ShardStore {
         self.evictions.fetch_add((before - kept.len()) as u64, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arbor_ensemble::{LevelShard, LevelStart, LevelState, LevelSummary, NamedColumn, TrainParams, TrainingData};
+    use arrow::array::{ArrayRef, Float64Array};
+
+    use super::*;
+
+    /// A forest's shard of `rows` rows.
+    fn shard(rows: usize) -> Arc<LevelShard> {
+        let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..rows).map(|i| i as f64)));
+        let y: ArrayRef = Arc::new(Float64Array::from_iter_values((0..rows).map(|i| (i % 7) as f64)));
+        let column = |name: &str, array: &ArrayRef| NamedColumn { name: name.into(), arrays: vec![array.clone()] };
+        let data =
+            TrainingData::from_columns_unsorted(column("y", &y), vec![column("x", &x)], None, None, |_| None).unwrap();
+        let params = TrainParams::parse_options("n_trees=2").unwrap().check().unwrap();
+        let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
+            panic!("a forest grows level by level")
+        };
+        Arc::new(state.shard(&data).unwrap())
+    }
+
+    fn key(training: u64, files: u64) -> ShardKey {
+        ShardKey { training, input: 7, files }
+    }
+
+    /// The budget holds: the least recently used shard goes for a new
+    /// one, a shard larger than the budget is not kept, a budget of 0
+    /// keeps nothing, and a training's release drops its shards only.
+    #[test]
+    fn the_budget_evicts_the_least_recently_used_and_keeps_nothing_larger() {
+        let (small, large) = (shard(1_000), shard(20_000));
+        let (s, l) = (small.heap_size(), large.heap_size());
+        assert!(l > 2 * s, "shards grow with their rows: {s} and {l} bytes");
+        let store = ShardStore::new(2 * s + s / 2);
+        assert!(store.insert(key(1, 1), small.clone()));
+        assert!(store.insert(key(1, 2), small.clone()));
+        assert!(store.get(&key(1, 1)).is_some(), "read last, so kept");
+        assert!(store.insert(key(1, 3), small.clone()));
+        assert!(store.get(&key(1, 2)).is_none(), "the least recently used went for room");
+        assert!(store.get(&key(1, 1)).is_some() && store.get(&key(1, 3)).is_some());
+        assert!(!store.insert(key(1, 4), large), "larger than the whole budget: not kept");
+        assert!(store.get(&key(1, 1)).is_some(), "and nothing was dropped for it");
+        let stats = store.stats();
+        assert_eq!((stats.shards, stats.bytes, stats.evictions), (2, 2 * s, 1));
+        assert_eq!((stats.hits, stats.misses), (4, 1));
+        store.insert(key(2, 1), small.clone());
+        store.release(1);
+        assert_eq!(store.stats().shards, 1, "training 2's shard stays");
+        store.set_budget(0);
+        assert_eq!(store.stats().shards, 0);
+        assert!(!store.insert(key(3, 1), small));
+    }
+}
