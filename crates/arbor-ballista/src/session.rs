@@ -29,7 +29,8 @@ use crate::partitioned_training::PartitionedTraining;
 pub const GRPC_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
 /// A Ballista session configuration with the settings arbor's models need:
-/// large gRPC messages; shuffles read through Arrow Flight (Ballista 55's
+/// large gRPC messages; each task reading the files it was planned with
+/// ([`OWN_FILE_GROUPS`]); shuffles read through Arrow Flight (Ballista 55's
 /// block reader failed on a partition holding a forest level's 10 MiB
 /// partial sums: it found no schema within its 8 MiB limit); and the static
 /// planner (Ballista's adaptive planner plans with its own physical rules,
@@ -40,14 +41,22 @@ pub fn session_config() -> SessionConfig {
         .with_ballista_grpc_client_max_message_size(GRPC_MAX_MESSAGE_SIZE)
         .with_ballista_adaptive_query_planner(false)
         .with_ballista_shuffle_reader_remote_prefer_flight(true)
+        .set_bool(OWN_FILE_GROUPS, false)
 }
+
+/// DataFusion's file work stealing, which lets a partition read files its
+/// siblings were planned to read. Off: a Ballista task then reads the files
+/// it was planned with (DataFusion's documentation asks Ballista to turn it
+/// off), and a level job's shard is named by the files it holds.
+const OWN_FILE_GROUPS: &str = "datafusion.execution.enable_file_stream_work_stealing";
 
 /// `config`'s session with arbor's functions and the planner rule of
 /// distributed training: what the scheduler plans every query with.
 pub fn session_state(config: SessionConfig) -> Result<SessionState> {
     let config = config
         .with_ballista_grpc_client_max_message_size(GRPC_MAX_MESSAGE_SIZE)
-        .with_ballista_adaptive_query_planner(false);
+        .with_ballista_adaptive_query_planner(false)
+        .set_bool(OWN_FILE_GROUPS, false);
     // DataFusion's physical rules, then arbor's, once partial aggregates and partitions are final.
     let mut physical_rules = PhysicalOptimizer::new().rules;
     physical_rules.push(Arc::new(PartitionedTraining));

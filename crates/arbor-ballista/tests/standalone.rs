@@ -202,14 +202,18 @@ fn train_forest_options(plan: &std::sync::Arc<dyn datafusion::physical_plan::Exe
 }
 
 /// Level jobs read each partition's kept shard instead of its files: the
-/// model is the same bytes with the shard store on and off, and with it
-/// on, level jobs after the first find their shards. Four partitions on
-/// one task slot: a task numbers its partitions from 0, so a shard named
-/// by that number would be read for another partition's rows.
+/// model is the same bytes with the shard store on, off, and holding about
+/// one shard (so each level mixes kept shards with partitions read again),
+/// and with it on, level jobs after the first find their shards. Four
+/// partitions on two task slots, so a task runs two: it numbers its
+/// partitions from 0, so a shard named by that number would be read for
+/// another partition's rows; and its partitions must not take each other's
+/// files (DataFusion's work stealing), or a shard holds other rows than
+/// its files'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kept_shards_train_the_same_bytes_as_rows_read_every_level() {
     let split = flights(4);
-    let cluster = arbor_ballista::standalone_partitioned(1, 4).await.unwrap();
+    let cluster = arbor_ballista::standalone_partitioned(2, 4).await.unwrap();
     register(&cluster, &split).await;
     let features = "month, day, dep_time, dep_delay, carrier, origin, distance";
     let store = arbor_datafusion::shard_store();
@@ -222,7 +226,12 @@ async fn kept_shards_train_the_same_bytes_as_rows_read_every_level() {
         let budget = store.budget();
         store.set_budget(0);
         let read = model(&cluster, &train).await;
+        store.set_budget(after.largest * 3 / 2);
+        let evictions = store.stats().evictions;
+        let churned = model(&cluster, &train).await;
+        assert!(store.stats().evictions > evictions, "{options}: a budget of about one shard evicts");
         store.set_budget(budget);
         assert!(kept.to_bytes() == read.to_bytes(), "{options}: kept shards or rows read again, one model");
+        assert!(kept.to_bytes() == churned.to_bytes(), "{options}: some shards kept, some read again, one model");
     }
 }

@@ -140,6 +140,7 @@ impl LevelTraining {
         let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {
             StepOutcome::Grow(state) => state,
             StepOutcome::OneNode(_) => return Ok(None),
+            StepOutcome::Sums(_) => return exec_err!("{NAME}: the summary job returned sums"),
         };
         // The training's name for the shards its level jobs keep ([`crate::resident_shards`]).
         state.set_training_id(training_id());
@@ -147,10 +148,12 @@ impl LevelTraining {
         report(&state, jobs);
         while !state.is_done() {
             if state.finishing().is_empty() {
-                state = match self.step(aggregate, &call, state.to_bytes(), session).await? {
-                    StepOutcome::Grow(state) => state,
+                // The level grows here, where the previous level's histograms are kept.
+                match self.step(aggregate, &call, state.to_bytes(), session).await? {
+                    StepOutcome::Sums(sums) => state.grow(&call.params, sums).exec(NAME)?,
+                    StepOutcome::Grow(_) => return exec_err!("{NAME}: a level job returned a state, not sums"),
                     StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
-                };
+                }
             } else {
                 let grown = self.finish(aggregate, &call, state.finishing_bytes(), session).await?;
                 state.graft_nodes(&call.params, grown).exec(NAME)?;
@@ -273,7 +276,9 @@ impl QueryPlanner for LevelTraining {
 /// A training's id: a number no other training of this or another driver draws.
 fn training_id() -> u64 {
     let time = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    static TRAININGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&TRAININGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
     hasher.update(&time.to_le_bytes());
     hasher.update(&std::process::id().to_le_bytes());
     hasher.update(&(&time as *const u128 as usize).to_le_bytes());

@@ -204,7 +204,7 @@ impl LevelStepExec {
             Some(shard) => Some(shard),
             None => {
                 let mut arrays = vec![ColumnChunks::default(); self.input.schema().fields().len()];
-                let mut stream = self.input.execute(partition, context)?;
+                let mut stream = self.input.execute(partition, own_files_only(&context))?;
                 while let Some(batch) = stream.next().await {
                     let batch = batch?;
                     for (store, column) in arrays.iter_mut().zip(batch.columns()) {
@@ -238,6 +238,24 @@ impl LevelStepExec {
         let column = BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]);
         Ok(RecordBatch::try_new(self.schema.clone(), vec![Arc::new(column)])?)
     }
+}
+
+/// `context` with DataFusion's file work stealing off: a partition then
+/// reads its own file group, not whichever files its siblings in the task
+/// left, so the files that name a shard are the files whose rows it holds.
+fn own_files_only(context: &TaskContext) -> Arc<TaskContext> {
+    let mut config = context.session_config().clone();
+    config.options_mut().execution.enable_file_stream_work_stealing = false;
+    Arc::new(TaskContext::new(
+        context.task_id(),
+        context.session_id(),
+        config,
+        context.scalar_functions().clone(),
+        context.higher_order_functions().clone(),
+        context.aggregate_functions().clone(),
+        context.window_functions().clone(),
+        context.runtime_env(),
+    ))
 }
 
 /// The shard of the rows held in `arrays` (`None` when they hold nothing to train on).
@@ -353,5 +371,48 @@ impl DisplayAs for LevelStepExec {
             }
             DisplayFormatType::TreeRender => write!(f, "{TRAIN_STEP}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+
+    use super::*;
+
+    /// The rows partition `partition` of a fresh scan of `dir` gives when run alone under `context`.
+    async fn rows_read(dir: &str, partition: usize, context: impl Fn(&SessionContext) -> Arc<TaskContext>) -> usize {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+        ctx.register_parquet("t", dir, ParquetReadOptions::default()).await.unwrap();
+        let plan = ctx.table("t").await.unwrap().create_physical_plan().await.unwrap();
+        assert!(stable_partitions(&plan).unwrap(), "a scan of files reads the same rows each time");
+        let mut stream = plan.execute(partition, context(&ctx)).unwrap();
+        let mut rows = 0;
+        while let Some(batch) = stream.next().await {
+            rows += batch.unwrap().num_rows();
+        }
+        rows
+    }
+
+    /// A shard is named by its partition's files, so a level job must read
+    /// those files and no others. DataFusion's work stealing lets a
+    /// partition take the files its siblings were planned to read: run
+    /// alone, partition 1 of a scan of two files reads both. With
+    /// [`own_files_only`] it reads its own file only.
+    #[tokio::test]
+    async fn a_partition_reads_its_own_files_only() {
+        let dir = std::env::temp_dir().join(format!("arbor-own-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctx = SessionContext::new();
+        for (name, rows) in [("a", "(1), (2), (3)"), ("b", "(4), (5)")] {
+            let copy = format!("COPY (VALUES {rows}) TO '{}/{name}.parquet' STORED AS PARQUET", dir.display());
+            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
+        }
+        let dir_name = format!("{}/", dir.display());
+        let stealing = rows_read(&dir_name, 1, |ctx| ctx.task_ctx()).await;
+        let own = rows_read(&dir_name, 1, |ctx| own_files_only(&ctx.task_ctx())).await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(stealing, 5, "with work stealing, the partition run alone reads every file");
+        assert_eq!(own, 2, "without it, file b's rows only");
     }
 }

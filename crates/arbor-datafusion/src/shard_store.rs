@@ -48,6 +48,7 @@ pub struct ShardStore {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    largest: AtomicUsize,
 }
 
 /// What a store has done, for logs and tests.
@@ -63,6 +64,8 @@ pub struct ShardStats {
     pub shards: usize,
     /// Their bytes.
     pub bytes: usize,
+    /// The bytes of the largest shard offered to the store (kept or not).
+    pub largest: usize,
 }
 
 /// The process's shard store.
@@ -86,6 +89,7 @@ impl ShardStore {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            largest: AtomicUsize::new(0),
         }
     }
 
@@ -121,6 +125,7 @@ impl ShardStore {
         let mut kept = self.lock();
         let Some(k) = kept.get_mut(key) else { return };
         k.bytes = k.shard.heap_size();
+        self.largest.fetch_max(k.bytes, Ordering::Relaxed);
         if k.bytes > self.budget() {
             kept.remove(key);
             self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -132,6 +137,7 @@ impl ShardStore {
     /// for room; a shard larger than the whole budget is not kept.
     pub fn insert(&self, key: ShardKey, shard: Arc<LevelShard>) -> bool {
         let bytes = shard.heap_size();
+        self.largest.fetch_max(bytes, Ordering::Relaxed);
         if bytes > self.budget() {
             return false;
         }
@@ -162,6 +168,7 @@ impl ShardStore {
             evictions: self.evictions.load(Ordering::Relaxed),
             shards: kept.len(),
             bytes: kept.values().map(|k| k.bytes).sum(),
+            largest: self.largest.load(Ordering::Relaxed),
         }
     }
 
@@ -234,7 +241,7 @@ mod tests {
         assert!(store.get(&key(1, 1)).is_some(), "and nothing was dropped for it");
         let stats = store.stats();
         assert_eq!((stats.shards, stats.bytes, stats.evictions), (2, 2 * s, 1));
-        assert_eq!((stats.hits, stats.misses), (4, 1));
+        assert_eq!((stats.hits, stats.misses, stats.largest), (4, 1, l));
         store.insert(key(2, 1), small.clone());
         store.release(1);
         assert_eq!(store.stats().shards, 1, "training 2's shard stays");

@@ -39,6 +39,9 @@ pub enum StepOutcome {
     Grow(Box<LevelState>),
     /// The rows or options need training on one node, for this reason.
     OneNode(String),
+    /// A level's sums over every piece, merged: the driver grows the level
+    /// (it keeps what the next level derives from them).
+    Sums(LevelSums),
 }
 
 impl StepOutcome {
@@ -47,6 +50,7 @@ impl StepOutcome {
         match self {
             StepOutcome::Grow(state) => [vec![0], state.to_bytes()].concat(),
             StepOutcome::OneNode(reason) => [vec![1], reason.as_bytes().to_vec()].concat(),
+            StepOutcome::Sums(sums) => [vec![2], sums.to_bytes()].concat(),
         }
     }
 
@@ -55,6 +59,7 @@ impl StepOutcome {
         match bytes.split_first() {
             Some((0, state)) => Ok(StepOutcome::Grow(Box::new(LevelState::from_bytes(state)?))),
             Some((1, reason)) => Ok(StepOutcome::OneNode(String::from_utf8_lossy(reason).into_owned())),
+            Some((2, sums)) => Ok(StepOutcome::Sums(LevelSums::from_bytes(sums)?)),
             _ => Err(ArborError::Data("a training step's result is corrupt".into())),
         }
     }
@@ -236,10 +241,7 @@ impl Accumulator for TrainStepAccumulator {
                     Err(e) => return Err(e).exec(NAME),
                 }
             }
-            (Some(mut state), Some(Partial::Level(sums))) => {
-                state.grow(&self.params, sums).exec(NAME)?;
-                StepOutcome::Grow(Box::new(state))
-            }
+            (Some(_), Some(Partial::Level(sums))) => StepOutcome::Sums(sums),
             (Some(_), _) => return exec_err!("{NAME}: a level of training saw no rows"),
         };
         Ok(ScalarValue::Binary(Some(outcome.to_bytes())))

@@ -129,6 +129,39 @@ impl ExactHistograms {
         }
     }
 
+    /// Node `to`'s sums set to node `from`'s of `other` (of the same shape).
+    pub(crate) fn copy_node(&mut self, to: usize, other: &ExactHistograms, from: usize) {
+        let block = self.total_bins() * self.lanes;
+        self.sums[to * block..(to + 1) * block].copy_from_slice(&other.sums[from * block..(from + 1) * block]);
+    }
+
+    /// Node `to`'s sums set to node `a` of `parents` less node `b` of
+    /// `children`: a child's histograms from its parent's and its sibling's,
+    /// exact as integers are. A bin whose count would fall below zero (the
+    /// sibling holding rows its parent did not) is an error: the sums came
+    /// from different rows.
+    pub(crate) fn set_difference(
+        &mut self,
+        to: usize,
+        parents: &ExactHistograms,
+        a: usize,
+        children: &ExactHistograms,
+        b: usize,
+    ) -> Result<()> {
+        let (block, width) = (self.total_bins() * self.lanes, self.lanes);
+        let (parent, sibling) = (&parents.sums[a * block..(a + 1) * block], &children.sums[b * block..(b + 1) * block]);
+        let out = &mut self.sums[to * block..(to + 1) * block];
+        for ((out, p), c) in out.iter_mut().zip(parent).zip(sibling) {
+            *out = p - c;
+        }
+        if let Some(bin) = out.chunks_exact(width).position(|lanes| lanes[0] < 0) {
+            return Err(ArborError::Data(format!(
+                "a node's histogram has more rows in bin {bin} than its parent's: the level's sums and the previous level's disagree"
+            )));
+        }
+        Ok(())
+    }
+
     /// Adds `other`'s sums: the histograms of other rows of the same nodes.
     pub(crate) fn merge(&mut self, other: &ExactHistograms) -> Result<()> {
         if self.offsets != other.offsets || self.nodes != other.nodes || self.lanes != other.lanes {
@@ -268,6 +301,30 @@ mod tests {
             }
             prop_assert_eq!(merged, histograms_of(&all));
         }
+    }
+
+    /// A child's histograms as its parent's less its sibling's are the
+    /// bits summing its rows gives; a sibling holding rows the parent did
+    /// not is refused, not turned into negative counts.
+    #[test]
+    fn a_sibling_by_subtraction_is_the_summed_child() {
+        let all = rows(600);
+        let mut parent = ExactHistograms::new(&[4, 3], 1);
+        all.iter().for_each(|(_, bins, g, hess)| parent.add_row(0, bins, *g, *hess));
+        let (left, right): (Vec<_>, Vec<_>) = all.iter().partition(|r| r.1[0] < 2);
+        let mut children = ExactHistograms::new(&[4, 3], 2);
+        left.iter().for_each(|(_, bins, g, hess)| children.add_row(0, bins, *g, *hess));
+        right.iter().for_each(|(_, bins, g, hess)| children.add_row(1, bins, *g, *hess));
+        let mut derived = ExactHistograms::new(&[4, 3], 2);
+        derived.copy_node(0, &children, 0);
+        derived.set_difference(1, &parent, 0, &children, 0).unwrap();
+        assert_eq!(derived, children);
+        // A "sibling" of every row of the parent and one more.
+        let mut more = ExactHistograms::new(&[4, 3], 1);
+        more.copy_node(0, &parent, 0);
+        more.add_row(0, &[3, 0], 1.0, 1.0);
+        let refused = derived.set_difference(1, &parent, 0, &more, 0).unwrap_err().to_string();
+        assert!(refused.contains("more rows in bin 3"), "{refused}");
     }
 
     #[test]

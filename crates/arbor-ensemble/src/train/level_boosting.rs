@@ -51,12 +51,17 @@ struct GrowingTree {
     cover: Vec<f32>,
 }
 
-/// A node waiting for its split: the growing tree it is in, its index there, its depth.
+/// A node waiting for its split: the growing tree it is in, its index
+/// there, its depth, and where its histograms come from: summed from the
+/// rows, or (`derived`) its parent's less its sibling's, exactly.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct OpenNode {
     tree: u32,
     node: u32,
     depth: u32,
+    /// The parent's place among the previous level's open nodes, and the
+    /// summed sibling's place among this level's.
+    derived: Option<(u32, u32)>,
 }
 
 /// Gradient boosting in progress, between levels: the finished trees, the
@@ -78,6 +83,11 @@ pub struct LevelBoosting {
     gain_per_feature: Vec<f64>,
     growing: Vec<GrowingTree>,
     open: Vec<OpenNode>,
+    /// The previous level's histograms, every open node's: the driver
+    /// keeps them to derive each larger child from its parent and its
+    /// summed sibling. Never sent to the pieces.
+    #[serde(skip)]
+    previous: Option<ExactHistograms>,
     /// Which training this is, for the shards kept between its jobs (0 until the driver names it).
     pub(crate) training_id: u64,
 }
@@ -184,6 +194,7 @@ impl LevelBoosting {
             features,
             growing: Vec::new(),
             open: Vec::new(),
+            previous: None,
             training_id: 0,
         };
         if boosting.n_rounds > 0 {
@@ -200,7 +211,8 @@ impl LevelBoosting {
                 cover: vec![0.0],
             })
             .collect();
-        self.open = (0..self.outputs as u32).map(|tree| OpenNode { tree, node: 0, depth: 0 }).collect();
+        self.open = (0..self.outputs as u32).map(|tree| OpenNode { tree, node: 0, depth: 0, derived: None }).collect();
+        self.previous = None;
     }
 
     /// True once every round's trees are grown: [`LevelBoosting::into_model`] then gives the model.
@@ -221,6 +233,34 @@ impl LevelBoosting {
     /// Nodes the next level job sums histograms for.
     pub fn open_nodes(&self) -> usize {
         self.open.len()
+    }
+
+    /// Open nodes whose histograms the pieces sum (the others are derived).
+    fn summed(&self) -> impl Iterator<Item = &OpenNode> {
+        self.open.iter().filter(|o| o.derived.is_none())
+    }
+
+    /// Every open node's histograms: the summed ones as the pieces gave
+    /// them, each derived one as its parent's less its sibling's.
+    fn full_histograms(&self, sums: &ExactHistograms) -> Result<ExactHistograms> {
+        let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
+        let mut full = ExactHistograms::new(&bins_per_feature, self.open.len());
+        let mut summed_slot = vec![u32::MAX; self.open.len()];
+        for (k, i) in (0..self.open.len()).filter(|&i| self.open[i].derived.is_none()).enumerate() {
+            summed_slot[i] = k as u32;
+            full.copy_node(i, sums, k);
+        }
+        for (i, open) in self.open.iter().enumerate() {
+            let Some((parent, sibling)) = open.derived else { continue };
+            let (Some(previous), Some(&sibling)) = (&self.previous, summed_slot.get(sibling as usize)) else {
+                return Err(ArborError::Data("a derived node's parent histograms are not kept".into()));
+            };
+            if sibling == u32::MAX || parent as usize >= previous.nodes() {
+                return Err(ArborError::Data("a derived node's parent or sibling is not summed".into()));
+            }
+            full.set_difference(i, previous, parent as usize, sums, sibling as usize)?;
+        }
+        Ok(full)
     }
 
     /// The open nodes' histograms over one piece of the rows: each row
@@ -273,13 +313,13 @@ impl LevelBoosting {
                 )));
             }
         }
-        // Each growing tree's open nodes by node index.
+        // Each growing tree's summed open nodes by node index (rows of a derived node add nothing).
         let mut slot_of: Vec<Vec<u32>> = self.growing.iter().map(|g| vec![u32::MAX; g.tree.nodes.len()]).collect();
-        for (slot, open) in self.open.iter().enumerate() {
+        for (slot, open) in self.summed().enumerate() {
             slot_of[open.tree as usize][open.node as usize] = slot as u32;
         }
         let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
-        let empty = || ExactHistograms::new(&bins_per_feature, self.open.len());
+        let empty = || ExactHistograms::new(&bins_per_feature, self.summed().count());
         let sums = rows
             .par_chunks(CHUNK_ROWS)
             .fold(empty, |mut sums, chunk| {
@@ -308,14 +348,15 @@ impl LevelBoosting {
     /// as the single-node grower decides; a round whose trees are finished
     /// is closed and the next one's roots opened.
     pub fn grow(&mut self, params: &CheckedParams, sums: &LevelHistograms) -> Result<()> {
-        let sums = &sums.0;
-        if sums.nodes() != self.open.len() {
+        let summed = self.summed().count();
+        if sums.0.nodes() != summed {
             return Err(ArborError::Data(format!(
-                "histograms of {} nodes for a level of {} open nodes",
-                sums.nodes(),
-                self.open.len()
+                "histograms of {} nodes for a level of {summed} summed open nodes",
+                sums.0.nodes()
             )));
         }
+        let full = self.full_histograms(&sums.0)?;
+        let sums = &full;
         let settings = grow_settings(&params.boosting, self.features.len());
         let criterion = settings.criterion;
         let mappers: Vec<&BinMapper> = self.features.iter().map(|f| &f.mapper).collect();
@@ -366,16 +407,28 @@ impl LevelBoosting {
             growing.tree.nodes[node] =
                 Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
             growing.cover[node] = weight as f32;
+            let mut opened = Vec::new();
             for (child, child_stats) in [(left, &split.left), (left + 1, &split.right)] {
                 let (count, weight) = count_weight(child_stats, criterion);
                 if settings.may_split(count, weight, open.depth as usize + 1) {
-                    next.push(OpenNode { tree: open.tree, node: child as u32, depth: open.depth + 1 });
+                    opened.push((child as u32, count));
                 } else {
                     make_leaf(growing, child, child_stats, &settings);
                 }
             }
+            // Both children open: the pieces sum the smaller, the larger is the parent less it.
+            let first = next.len() as u32;
+            let smaller = match opened[..] {
+                [(_, a), (_, b)] => Some(if b < a { 1 } else { 0 }),
+                _ => None,
+            };
+            for (k, &(child, _)) in opened.iter().enumerate() {
+                let derived = smaller.filter(|&s| s != k).map(|s| (slot as u32, first + s as u32));
+                next.push(OpenNode { tree: open.tree, node: child, depth: open.depth + 1, derived });
+            }
         }
         self.open = next;
+        self.previous = Some(full);
         if self.open.is_empty() {
             for growing in std::mem::take(&mut self.growing) {
                 self.trees.push(growing.tree);
@@ -523,15 +576,16 @@ mod tests {
         }
         let Ok(mut state) = begin(&params, summary) else { panic!("grows") };
         while !state.is_done() {
+            // The pieces get the state as bytes; the driver keeps its own, with the level's histograms.
+            let shipped = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
             let mut sums: Option<LevelHistograms> = None;
             for piece in &pieces {
-                let part = LevelHistograms::from_bytes(&state.histograms(piece).unwrap().to_bytes()).unwrap();
+                let part = LevelHistograms::from_bytes(&shipped.histograms(piece).unwrap().to_bytes()).unwrap();
                 match sums.as_mut() {
                     Some(sums) => sums.merge(&part).unwrap(),
                     None => sums = Some(part),
                 }
             }
-            state = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
             state.grow(&params, &sums.unwrap()).unwrap();
         }
         state.into_model(&params).unwrap()
@@ -622,6 +676,34 @@ mod tests {
             }
             assert_eq!(state.into_model(&params).unwrap().to_bytes(), read.to_bytes(), "{options} {label}");
         }
+    }
+
+    /// The pieces sum only the smaller child of each split; the larger is
+    /// its parent's histograms less the smaller's, exactly: the model is
+    /// the bytes every node's summed histograms gave (their hashes, taken
+    /// before siblings were derived, when every open node was summed), and
+    /// the pieces sum fewer nodes than are open.
+    #[test]
+    fn siblings_by_subtraction_give_the_bytes_of_every_node_summed() {
+        let batch = crate::train::level_test_rows::table(0..5000, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0);
+        for (options, label, hash) in [
+            ("algorithm=gradient-boosting n_rounds=6", "y", 0xaf7c_93f3_b804_d5e0_u64),
+            ("algorithm=gradient-boosting n_rounds=4", "class", 0x487a_e500_0ab7_24db),
+        ] {
+            let model = train_in_pieces(options, label, &batch, &[(0, 3000), (3000, 2000)]);
+            assert_eq!(xxhash_rust::xxh3::xxh3_64(&model.to_bytes()), hash, "{options} {label}");
+        }
+        let trainer = trainer("algorithm=gradient-boosting n_rounds=1 max_depth=4", "y");
+        let params = trainer.params().check().unwrap();
+        let data = trainer.training_data(vec![batch]).unwrap();
+        let Ok(mut state) = begin(&params, LevelSummary::of(&data)) else { panic!("grows") };
+        let mut fewer = false;
+        while !state.is_done() {
+            fewer |= state.summed().count() < state.open_nodes();
+            let sums = state.histograms(&data).unwrap();
+            state.grow(&params, &sums).unwrap();
+        }
+        assert!(fewer, "some level summed fewer nodes than were open");
     }
 
     /// Options that need the rows in one place say so; corrupt state is an error.
