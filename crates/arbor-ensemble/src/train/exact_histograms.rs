@@ -20,16 +20,48 @@ pub(crate) const FRACTION_BITS: i32 = 40;
 /// splits of many categories).
 const GRADIENT_LANES: usize = 4;
 
-/// Exact sums of every open node's rows, per feature and bin.
+/// Exact sums of every open node's rows, per feature and bin, in integers
+/// of type `T`: 128 bits hold any level's sums; a piece of the rows whose
+/// magnitudes are small enough sums in 64 bits ([`fits_in_64_bits`]), half
+/// the bytes a row moves, and widens before its sums leave it. Exact either
+/// way, so the width never changes a bit of the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ExactHistograms {
+pub(crate) struct ExactHistograms<T = i128> {
     /// Where each feature's bins start, in bins, and (last) their total.
     offsets: Vec<usize>,
     nodes: usize,
     /// Sums per bin.
     lanes: usize,
     /// `nodes × total bins × lanes`, node-major, then bin-major.
-    sums: Vec<i128>,
+    sums: Vec<T>,
+}
+
+/// The integer of a fixed-point sum: `i128`, or `i64` where the sums fit.
+pub(crate) trait Lane:
+    Copy + Default + Send + Sync + std::ops::AddAssign + Into<i128> + Eq + std::fmt::Debug
+{
+    /// `x` as a fixed-point integer of this width (the caller has checked it fits).
+    fn fixed(x: f64) -> Self;
+}
+
+impl Lane for i128 {
+    fn fixed(x: f64) -> i128 {
+        fixed(x)
+    }
+}
+
+impl Lane for i64 {
+    fn fixed(x: f64) -> i64 {
+        (x * f64::powi(2.0, FRACTION_BITS)).round() as i64
+    }
+}
+
+/// Whether lanes whose values' magnitudes total at most `totals` (before
+/// the 2^40 scaling) sum exactly in 64 bits: every partial sum is then
+/// below 2^62, a margin for the rounding of the totals themselves.
+pub(crate) fn fits_in_64_bits(totals: &[f64]) -> bool {
+    let room = f64::powi(2.0, 62 - FRACTION_BITS);
+    totals.iter().all(|&t| t.is_finite() && t < room)
 }
 
 /// Whether `rows` values of magnitude at most `largest`, and their squares,
@@ -51,19 +83,19 @@ pub(crate) fn float(sum: i128) -> f64 {
     sum as f64 * f64::powi(2.0, -FRACTION_BITS)
 }
 
-impl ExactHistograms {
+impl<T: Lane> ExactHistograms<T> {
     /// Bytes held on the heap.
     pub(crate) fn heap_size(&self) -> usize {
-        self.sums.capacity() * std::mem::size_of::<i128>() + self.offsets.capacity() * std::mem::size_of::<usize>()
+        self.sums.capacity() * std::mem::size_of::<T>() + self.offsets.capacity() * std::mem::size_of::<usize>()
     }
 
     /// Empty gradient histograms for `nodes` open nodes over features of these bin counts.
-    pub(crate) fn new(bins_per_feature: &[usize], nodes: usize) -> ExactHistograms {
+    pub(crate) fn new(bins_per_feature: &[usize], nodes: usize) -> ExactHistograms<T> {
         Self::with_lanes(bins_per_feature, nodes, GRADIENT_LANES)
     }
 
     /// Empty histograms of `lanes` sums per bin.
-    pub(crate) fn with_lanes(bins_per_feature: &[usize], nodes: usize, lanes: usize) -> ExactHistograms {
+    pub(crate) fn with_lanes(bins_per_feature: &[usize], nodes: usize, lanes: usize) -> ExactHistograms<T> {
         let mut offsets = Vec::with_capacity(bins_per_feature.len() + 1);
         let mut total = 0;
         offsets.push(0);
@@ -71,7 +103,7 @@ impl ExactHistograms {
             total += bins;
             offsets.push(total);
         }
-        ExactHistograms { offsets, nodes, lanes, sums: vec![0; nodes * total * lanes] }
+        ExactHistograms { offsets, nodes, lanes, sums: vec![T::default(); nodes * total * lanes] }
     }
 
     /// The open nodes summed.
@@ -99,17 +131,17 @@ impl ExactHistograms {
     /// Adds one row's gradient and hessian, in open node `node`, with bin
     /// `bins[f]` of each feature.
     pub(crate) fn add_row(&mut self, node: usize, bins: &[u16], grad: f64, hess: f64) {
-        self.add_fixed(node, bins, &[fixed(1.0), fixed(grad), fixed(hess), fixed(grad * grad)]);
+        self.add_fixed(node, bins, &[T::fixed(1.0), T::fixed(grad), T::fixed(hess), T::fixed(grad * grad)]);
     }
 
     /// Adds one row's fixed-point sums (one per lane), in open node `node`,
     /// with bin `bins[f]` of each feature.
-    pub(crate) fn add_fixed(&mut self, node: usize, bins: &[u16], lanes: &[i128]) {
+    pub(crate) fn add_fixed(&mut self, node: usize, bins: &[u16], lanes: &[T]) {
         let base = node * self.total_bins();
         let width = self.lanes;
         for (f, &bin) in bins.iter().enumerate() {
             let at = (base + self.offsets[f] + usize::from(bin)) * width;
-            for (sum, add) in self.sums[at..at + width].iter_mut().zip(lanes) {
+            for (sum, &add) in self.sums[at..at + width].iter_mut().zip(lanes) {
                 *sum += add;
             }
         }
@@ -117,18 +149,41 @@ impl ExactHistograms {
 
     /// [`ExactHistograms::add_fixed`] on features `features` only (the
     /// others' bins of this node stay as they are).
-    pub(crate) fn add_fixed_on(&mut self, node: usize, bins: &[u16], lanes: &[i128], features: &[u16]) {
+    pub(crate) fn add_fixed_on(&mut self, node: usize, bins: &[u16], lanes: &[T], features: &[u16]) {
         let base = node * self.total_bins();
         let width = self.lanes;
         for &f in features {
             let f = usize::from(f);
             let at = (base + self.offsets[f] + usize::from(bins[f])) * width;
-            for (sum, add) in self.sums[at..at + width].iter_mut().zip(lanes) {
+            for (sum, &add) in self.sums[at..at + width].iter_mut().zip(lanes) {
                 *sum += add;
             }
         }
     }
 
+    /// Adds `other`'s sums: the histograms of other rows of the same nodes.
+    pub(crate) fn merge(&mut self, other: &ExactHistograms<T>) -> Result<()> {
+        if self.offsets != other.offsets || self.nodes != other.nodes || self.lanes != other.lanes {
+            return Err(ArborError::Data(format!(
+                "partial histograms disagree: {} nodes over {} bins against {} nodes over {} bins",
+                self.nodes,
+                self.total_bins(),
+                other.nodes,
+                other.total_bins()
+            )));
+        }
+        self.sums.iter_mut().zip(&other.sums).for_each(|(a, &b)| *a += b);
+        Ok(())
+    }
+
+    /// The same sums in 128-bit integers, as they leave a piece.
+    pub(crate) fn widen(self) -> ExactHistograms {
+        let ExactHistograms { offsets, nodes, lanes, sums } = self;
+        ExactHistograms { offsets, nodes, lanes, sums: sums.into_iter().map(Into::into).collect() }
+    }
+}
+
+impl ExactHistograms {
     /// Node `to`'s sums set to node `from`'s of `other` (of the same shape).
     pub(crate) fn copy_node(&mut self, to: usize, other: &ExactHistograms, from: usize) {
         let block = self.total_bins() * self.lanes;
@@ -159,21 +214,6 @@ impl ExactHistograms {
                 "a node's histogram has more rows in bin {bin} than its parent's: the level's sums and the previous level's disagree"
             )));
         }
-        Ok(())
-    }
-
-    /// Adds `other`'s sums: the histograms of other rows of the same nodes.
-    pub(crate) fn merge(&mut self, other: &ExactHistograms) -> Result<()> {
-        if self.offsets != other.offsets || self.nodes != other.nodes || self.lanes != other.lanes {
-            return Err(ArborError::Data(format!(
-                "partial histograms disagree: {} nodes over {} bins against {} nodes over {} bins",
-                self.nodes,
-                self.total_bins(),
-                other.nodes,
-                other.total_bins()
-            )));
-        }
-        self.sums.iter_mut().zip(&other.sums).for_each(|(a, b)| *a += b);
         Ok(())
     }
 

@@ -32,7 +32,7 @@ use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::{Boosting, Model};
 use crate::train::boosting::grow_settings;
-use crate::train::exact_histograms::{exact_sums_fit, float, ExactHistograms};
+use crate::train::exact_histograms::{exact_sums_fit, fits_in_64_bits, float, ExactHistograms, Lane};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
 use crate::train::level_shard::{LevelShard, ShardLabels};
@@ -278,8 +278,25 @@ impl LevelBoosting {
     /// [`LevelBoosting::histograms`] over a prepared piece, whose scores
     /// by the trees finished before are kept for the next level.
     pub(crate) fn shard_histograms(&self, shard: &LevelShard) -> Result<LevelHistograms> {
+        let derivatives = self.derivatives(shard)?;
+        let slot_of = self.summed_slots();
+        // 64-bit sums where this piece's magnitudes allow, exact either way.
+        let narrow = derivatives.iter().all(|(grad, hess)| {
+            let total = |values: &[f64], f: fn(f64) -> f64| values.iter().map(|&v| f(v)).sum::<f64>();
+            fits_in_64_bits(&[grad.len() as f64, total(grad, f64::abs), total(hess, f64::abs), total(grad, |g| g * g)])
+        });
+        let sums = match narrow {
+            true => self.sum_rows::<i64>(shard, &derivatives, &slot_of).widen(),
+            false => self.sum_rows::<i128>(shard, &derivatives, &slot_of),
+        };
+        Ok(LevelHistograms(sums))
+    }
+
+    /// Each growing tree's gradient and hessian for every row of `shard`
+    /// under the finished trees' scores; an error if one could overflow
+    /// the level's exact sums.
+    fn derivatives(&self, shard: &LevelShard) -> Result<Vec<(Vec<f64>, Vec<f64>)>> {
         let n = shard.n_rows();
-        let n_features = self.features.len();
         let target = match &shard.labels {
             ShardLabels::Classes(labels) => LossTarget::Classes(labels),
             ShardLabels::Values(y) => LossTarget::Values(y),
@@ -313,15 +330,33 @@ impl LevelBoosting {
                 )));
             }
         }
-        // Each growing tree's summed open nodes by node index (rows of a derived node add nothing).
+        Ok(derivatives)
+    }
+
+    /// Each growing tree's summed open nodes by node index, as their
+    /// places among the summed nodes (`u32::MAX` elsewhere: rows of a
+    /// derived node or a leaf add nothing).
+    fn summed_slots(&self) -> Vec<Vec<u32>> {
         let mut slot_of: Vec<Vec<u32>> = self.growing.iter().map(|g| vec![u32::MAX; g.tree.nodes.len()]).collect();
         for (slot, open) in self.summed().enumerate() {
             slot_of[open.tree as usize][open.node as usize] = slot as u32;
         }
+        slot_of
+    }
+
+    /// Each row's derivatives summed into the summed open node it reaches
+    /// in each growing tree (`slot_of[tree][node]`), in integers of type `T`.
+    fn sum_rows<T: Lane>(
+        &self,
+        shard: &LevelShard,
+        derivatives: &[(Vec<f64>, Vec<f64>)],
+        slot_of: &[Vec<u32>],
+    ) -> ExactHistograms<T> {
+        let n_features = self.features.len();
         let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
-        let empty = || ExactHistograms::new(&bins_per_feature, self.summed().count());
-        let sums = rows
-            .par_chunks(CHUNK_ROWS)
+        let empty = || ExactHistograms::<T>::new(&bins_per_feature, self.summed().count());
+        let rows: Vec<u32> = (0..shard.n_rows() as u32).collect();
+        rows.par_chunks(CHUNK_ROWS)
             .fold(empty, |mut sums, chunk| {
                 let mut bins = vec![0u16; n_features];
                 for &r in chunk {
@@ -340,8 +375,7 @@ impl LevelBoosting {
             .reduce(empty, |mut a, b| {
                 a.merge(&b).expect("the histograms of one level have one shape");
                 a
-            });
-        Ok(LevelHistograms(sums))
+            })
     }
 
     /// Splits every open node by its merged histograms, or makes it a leaf,
@@ -704,6 +738,40 @@ mod tests {
             state.grow(&params, &sums).unwrap();
         }
         assert!(fewer, "some level summed fewer nodes than were open");
+    }
+
+    /// A piece's sums in 64-bit lanes, widened, are the bits 128-bit lanes
+    /// give, at every level; and labels too large for 64 bits take 128.
+    #[test]
+    fn sums_in_64_bits_are_the_sums_in_128() {
+        for (scale, narrow) in [(1.0, true), (1e6, false)] {
+            let batch = scaled(3000, scale);
+            let trainer = trainer("algorithm=gradient-boosting n_rounds=3 max_depth=3", "y");
+            let params = trainer.params().check().unwrap();
+            let data = trainer.training_data(vec![batch]).unwrap();
+            let Ok(mut state) = begin(&params, LevelSummary::of(&data)) else { panic!("grows") };
+            let shard = state.shard(&data).unwrap();
+            while !state.is_done() {
+                let derivatives = state.derivatives(&shard).unwrap();
+                let slot_of = state.summed_slots();
+                let wide = state.sum_rows::<i128>(&shard, &derivatives, &slot_of);
+                let fits = derivatives.iter().all(|(g, h)| {
+                    fits_in_64_bits(&[
+                        g.len() as f64,
+                        g.iter().map(|v| v.abs()).sum(),
+                        h.iter().sum(),
+                        g.iter().map(|v| v * v).sum(),
+                    ])
+                });
+                assert_eq!(fits, narrow, "scale {scale}");
+                if fits {
+                    assert_eq!(state.sum_rows::<i64>(&shard, &derivatives, &slot_of).widen(), wide);
+                }
+                let sums = state.shard_histograms(&shard).unwrap();
+                assert_eq!(sums.0, wide, "the level's sums are the 128-bit sums");
+                state.grow(&params, &sums).unwrap();
+            }
+        }
     }
 
     /// Options that need the rows in one place say so; corrupt state is an error.
