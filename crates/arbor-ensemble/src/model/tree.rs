@@ -121,13 +121,26 @@ impl Tree {
     /// still growing, the node it waits in.
     #[inline]
     pub fn node_reached(&self, value: impl Fn(usize) -> f64) -> usize {
-        let mut i = 0;
-        while let Node::Split { feature, test, default_left, left, right } = &self.nodes[i] {
-            let x = value(*feature as usize);
-            let go_left = if x.is_nan() { *default_left } else { test.goes_left(x) };
-            i = if go_left { *left } else { *right } as usize;
+        self.node_reached_from(0, value)
+    }
+
+    /// [`Tree::node_reached`] for a row already known to be at node `start`.
+    #[inline]
+    pub fn node_reached_from(&self, start: usize, value: impl Fn(usize) -> f64) -> usize {
+        let mut i = start;
+        while let Some(next) = self.child(i, &value) {
+            i = next;
         }
         i
+    }
+
+    /// The child of node `i` a row goes to, if `i` is a split.
+    #[inline]
+    pub fn child(&self, i: usize, value: impl Fn(usize) -> f64) -> Option<usize> {
+        let Node::Split { feature, test, default_left, left, right } = &self.nodes[i] else { return None };
+        let x = value(*feature as usize);
+        let go_left = if x.is_nan() { *default_left } else { test.goes_left(x) };
+        Some(if go_left { *left } else { *right } as usize)
     }
 
     /// Node count, leaf count and depth.

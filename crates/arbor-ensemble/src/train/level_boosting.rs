@@ -35,7 +35,7 @@ use crate::train::boosting::grow_settings;
 use crate::train::exact_histograms::{exact_sums_fit, fits_in_64_bits, float, ExactHistograms, Lane};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
-use crate::train::level_shard::{LevelShard, ShardLabels};
+use crate::train::level_shard::{fingerprint, Derivatives, LevelShard, ShardLabels};
 use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{
     Algorithm, ArborError, CheckedParams, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting,
@@ -278,16 +278,15 @@ impl LevelBoosting {
     /// [`LevelBoosting::histograms`] over a prepared piece, whose scores
     /// by the trees finished before are kept for the next level.
     pub(crate) fn shard_histograms(&self, shard: &LevelShard) -> Result<LevelHistograms> {
-        let derivatives = self.derivatives(shard)?;
+        let round = fingerprint(&self.base_score, &self.trees);
+        // The derivatives depend on the loss too (a shard is one training's, but say so).
+        let of_loss = xxhash_rust::xxh3::xxh3_64_with_seed(format!("{:?}", self.loss).as_bytes(), round);
+        let derivatives = shard.round_derivatives(of_loss, || self.derivatives(shard))?;
         let slot_of = self.summed_slots();
         // 64-bit sums where this piece's magnitudes allow, exact either way.
-        let narrow = derivatives.iter().all(|(grad, hess)| {
-            let total = |values: &[f64], f: fn(f64) -> f64| values.iter().map(|&v| f(v)).sum::<f64>();
-            fits_in_64_bits(&[grad.len() as f64, total(grad, f64::abs), total(hess, f64::abs), total(grad, |g| g * g)])
-        });
-        let sums = match narrow {
-            true => self.sum_rows::<i64>(shard, &derivatives, &slot_of).widen(),
-            false => self.sum_rows::<i128>(shard, &derivatives, &slot_of),
+        let sums = match derivatives.narrow {
+            true => self.sum_rows::<i64>(shard, round, &derivatives.outputs, &slot_of).widen(),
+            false => self.sum_rows::<i128>(shard, round, &derivatives.outputs, &slot_of),
         };
         Ok(LevelHistograms(sums))
     }
@@ -295,7 +294,7 @@ impl LevelBoosting {
     /// Each growing tree's gradient and hessian for every row of `shard`
     /// under the finished trees' scores; an error if one could overflow
     /// the level's exact sums.
-    fn derivatives(&self, shard: &LevelShard) -> Result<Vec<(Vec<f64>, Vec<f64>)>> {
+    fn derivatives(&self, shard: &LevelShard) -> Result<Derivatives> {
         let n = shard.n_rows();
         let target = match &shard.labels {
             ShardLabels::Classes(labels) => LossTarget::Classes(labels),
@@ -330,7 +329,11 @@ impl LevelBoosting {
                 )));
             }
         }
-        Ok(derivatives)
+        let narrow = derivatives.iter().all(|(grad, hess)| {
+            let total = |values: &[f64], f: fn(f64) -> f64| values.iter().map(|&v| f(v)).sum::<f64>();
+            fits_in_64_bits(&[n as f64, total(grad, f64::abs), total(hess, f64::abs), total(grad, |g| g * g)])
+        });
+        Ok(Derivatives { outputs: derivatives, narrow })
     }
 
     /// Each growing tree's summed open nodes by node index, as their
@@ -349,33 +352,41 @@ impl LevelBoosting {
     fn sum_rows<T: Lane>(
         &self,
         shard: &LevelShard,
+        round: u64,
         derivatives: &[(Vec<f64>, Vec<f64>)],
         slot_of: &[Vec<u32>],
     ) -> ExactHistograms<T> {
         let n_features = self.features.len();
         let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
         let empty = || ExactHistograms::<T>::new(&bins_per_feature, self.summed().count());
-        let rows: Vec<u32> = (0..shard.n_rows() as u32).collect();
-        rows.par_chunks(CHUNK_ROWS)
-            .fold(empty, |mut sums, chunk| {
-                let mut bins = vec![0u16; n_features];
-                for &r in chunk {
-                    let r = r as usize;
-                    shard.row_bins(r, &mut bins);
-                    for (t, growing) in self.growing.iter().enumerate() {
-                        let slot = slot_of[t][growing.tree.node_reached(|f| shard.value(f, r))];
-                        if slot != u32::MAX {
-                            let (grad, hess) = &derivatives[t];
-                            sums.add_row(slot as usize, &bins, grad[r], hess[r]);
-                        }
+        let growing: Vec<&Tree> = self.growing.iter().map(|g| &g.tree).collect();
+        shard.with_node_rows(round, &growing, |grouped| {
+            // The summed nodes' rows, node by node, in runs of at most CHUNK_ROWS.
+            let mut work: Vec<(usize, usize, &[u32])> = Vec::new();
+            for (t, rows) in grouped.iter().enumerate() {
+                for (node, run) in rows.runs() {
+                    let slot = slot_of[t][node];
+                    if slot != u32::MAX {
+                        work.extend(run.chunks(CHUNK_ROWS).map(|rows| (t, slot as usize, rows)));
                     }
                 }
-                sums
-            })
-            .reduce(empty, |mut a, b| {
-                a.merge(&b).expect("the histograms of one level have one shape");
-                a
-            })
+            }
+            work.par_iter()
+                .fold(empty, |mut sums, &(t, slot, rows)| {
+                    let (grad, hess) = &derivatives[t];
+                    let mut bins = vec![0u16; n_features];
+                    for &r in rows {
+                        let r = r as usize;
+                        shard.row_bins(r, &mut bins);
+                        sums.add_row(slot, &bins, grad[r], hess[r]);
+                    }
+                    sums
+                })
+                .reduce(empty, |mut a, b| {
+                    a.merge(&b).expect("the histograms of one level have one shape");
+                    a
+                })
+        })
     }
 
     /// Splits every open node by its merged histograms, or makes it a leaf,
@@ -686,7 +697,7 @@ mod tests {
                 .collect();
             let mut summary = LevelSummary::default();
             pieces.iter().for_each(|p| summary.merge(LevelSummary::of(p)).unwrap());
-            let Ok(mut state) = begin(&params, summary) else { panic!("grows") };
+            let Ok(mut state) = begin(&params, summary.clone()) else { panic!("grows") };
             let shards: Vec<LevelShard> = pieces.iter().map(|p| state.shard(p).unwrap()).collect();
             // Another training's trees leave scores in the first shard first.
             let other = train_in_pieces(
@@ -697,6 +708,14 @@ mod tests {
             );
             let other_trees: Vec<Tree> = other.trees().iter().cloned().collect();
             shards[0].raw_scores(&state.base_score, &other_trees);
+            // And another training's first levels leave rows grouped by its nodes, and its derivatives.
+            let deeper = level_test_rows::trainer(&format!("{options} max_depth=5 learning_rate=0.9 lambda=3"), label);
+            let deeper_params = deeper.params().check().unwrap();
+            let Ok(mut other_state) = begin(&deeper_params, summary.clone()) else { panic!("grows") };
+            for _ in 0..2 {
+                let sums = other_state.shard_histograms(&shards[0]).unwrap();
+                other_state.grow(&deeper_params, &sums).unwrap();
+            }
             while !state.is_done() {
                 let mut sums: Option<LevelHistograms> = None;
                 for shard in &shards {
@@ -754,18 +773,11 @@ mod tests {
             while !state.is_done() {
                 let derivatives = state.derivatives(&shard).unwrap();
                 let slot_of = state.summed_slots();
-                let wide = state.sum_rows::<i128>(&shard, &derivatives, &slot_of);
-                let fits = derivatives.iter().all(|(g, h)| {
-                    fits_in_64_bits(&[
-                        g.len() as f64,
-                        g.iter().map(|v| v.abs()).sum(),
-                        h.iter().sum(),
-                        g.iter().map(|v| v * v).sum(),
-                    ])
-                });
-                assert_eq!(fits, narrow, "scale {scale}");
-                if fits {
-                    assert_eq!(state.sum_rows::<i64>(&shard, &derivatives, &slot_of).widen(), wide);
+                let round = fingerprint(&state.base_score, &state.trees);
+                let wide = state.sum_rows::<i128>(&shard, round, &derivatives.outputs, &slot_of);
+                assert_eq!(derivatives.narrow, narrow, "scale {scale}");
+                if narrow {
+                    assert_eq!(state.sum_rows::<i64>(&shard, round, &derivatives.outputs, &slot_of).widen(), wide);
                 }
                 let sums = state.shard_histograms(&shard).unwrap();
                 assert_eq!(sums.0, wide, "the level's sums are the 128-bit sums");

@@ -13,7 +13,7 @@
 //! every histogram split sends a bin's stand-in the way it sends the bin's
 //! raw values, so no raw value is kept.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arbor_quantize::FeatureColumn;
 use rayon::prelude::*;
@@ -22,7 +22,8 @@ use crate::data::dataset::TrainingData;
 use crate::data::label::{LabelInfo, Target};
 use crate::data::summary::{global_labels, row_hashes};
 use crate::model::feature::Feature;
-use crate::model::tree::Tree;
+use crate::model::tree::{Node, Tree};
+use crate::train::node_rows::NodeRows;
 use crate::train::walk_values::stand_ins;
 use crate::{ArborError, Result};
 
@@ -56,6 +57,35 @@ struct Scores {
     raw: Vec<f64>,
 }
 
+/// Boosting's gradient and hessian of every row for each tree of a round
+/// (they change only when a round's trees are finished), and whether their
+/// magnitudes let a piece sum them in 64-bit integers.
+#[derive(Debug)]
+pub(crate) struct Derivatives {
+    /// Per growing tree: each row's gradient and hessian.
+    pub(crate) outputs: Vec<(Vec<f64>, Vec<f64>)>,
+    /// Whether 64-bit sums hold them exactly ([`super::exact_histograms::fits_in_64_bits`]).
+    pub(crate) narrow: bool,
+}
+
+/// Each growing tree's rows grouped by the node they wait in, for the
+/// round whose base score and finished trees `round` fingerprints, and the
+/// growing trees they were grouped for.
+#[derive(Debug)]
+struct Grouped {
+    round: u64,
+    trees: Vec<NodeRows>,
+    grown: Vec<Tree>,
+}
+
+/// Whether `now` grew from `then`: every split of `then` is in `now`, the
+/// same node at the same place (the rows grouped for `then` then advance
+/// in `now`).
+fn grew_from(now: &Tree, then: &Tree) -> bool {
+    then.nodes.len() <= now.nodes.len()
+        && then.nodes.iter().zip(&now.nodes).all(|(a, b)| !matches!(a, Node::Split { .. }) || a == b)
+}
+
 /// One piece's rows, prepared for level jobs (see the module's documentation).
 #[derive(Debug)]
 pub struct LevelShard {
@@ -69,6 +99,9 @@ pub struct LevelShard {
     pub(crate) labels: ShardLabels,
     pub(crate) weights: Option<Vec<f64>>,
     scores: Mutex<Option<Scores>>,
+    grouped: Mutex<Option<Grouped>>,
+    /// The current round's derivatives, with the fingerprint of its finished trees.
+    derivatives: Mutex<Option<(u64, Arc<Derivatives>)>>,
 }
 
 impl LevelShard {
@@ -106,6 +139,8 @@ impl LevelShard {
             labels,
             weights: data.weights.clone(),
             scores: Mutex::new(None),
+            grouped: Mutex::new(None),
+            derivatives: Mutex::new(None),
         })
     }
 
@@ -125,11 +160,18 @@ impl LevelShard {
             ShardLabels::Values(v) => v.capacity() * 8,
         };
         let scores = self.scores.lock().map_or(0, |s| s.as_ref().map_or(0, |s| s.raw.capacity() * 8));
+        let grouped =
+            self.grouped.lock().map_or(0, |g| g.as_ref().map_or(0, |g| g.trees.iter().map(NodeRows::heap_size).sum()));
+        let derivatives = self.derivatives.lock().map_or(0, |d| {
+            d.as_ref().map_or(0, |(_, d)| d.outputs.iter().map(|(g, h)| (g.capacity() + h.capacity()) * 8).sum())
+        });
         bins + labels
             + self.hashes.capacity() * 8
             + self.weights.as_ref().map_or(0, |w| w.capacity() * 8)
             + self.stand_ins.iter().map(|s| s.capacity() * 8).sum::<usize>()
             + scores
+            + grouped
+            + derivatives
     }
 
     /// Row `r`'s bins, one per feature, into `out`.
@@ -198,8 +240,53 @@ impl LevelShard {
     }
 }
 
+impl LevelShard {
+    /// The derivatives of the round whose base score and finished trees
+    /// `round` fingerprints: kept from an earlier level of the round, or
+    /// made by `make` and kept for the next.
+    pub(crate) fn round_derivatives(
+        &self,
+        round: u64,
+        make: impl FnOnce() -> Result<Derivatives>,
+    ) -> Result<Arc<Derivatives>> {
+        let mut kept = self.derivatives.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, derivatives)) = kept.as_ref().filter(|(r, _)| *r == round) {
+            return Ok(derivatives.clone());
+        }
+        *kept = None;
+        let derivatives = Arc::new(make()?);
+        *kept = Some((round, derivatives.clone()));
+        Ok(derivatives)
+    }
+
+    /// Calls `sum` with each of `growing`'s rows grouped by the node they
+    /// wait in now ([`NodeRows`]): the groups kept from an earlier level of
+    /// the same round (`round` fingerprints its base score and finished
+    /// trees), advanced, or grouped afresh from the root.
+    pub(crate) fn with_node_rows<R>(&self, round: u64, growing: &[&Tree], sum: impl FnOnce(&[NodeRows]) -> R) -> R {
+        let mut kept = self.grouped.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = |g: &Grouped| {
+            g.round == round
+                && g.grown.len() == growing.len()
+                && g.grown.iter().zip(growing).all(|(then, now)| grew_from(now, then))
+        };
+        let mut grouped = kept.take().filter(fits).unwrap_or_else(|| Grouped {
+            round,
+            trees: growing.iter().map(|_| NodeRows::new(self.n_rows)).collect(),
+            grown: Vec::new(),
+        });
+        for (rows, tree) in grouped.trees.iter_mut().zip(growing) {
+            rows.advance(tree, |node, r| tree.node_reached_from(node, |f| self.value(f, r as usize)));
+        }
+        grouped.grown = growing.iter().map(|t| (*t).clone()).collect();
+        let result = sum(&grouped.trees);
+        *kept = Some(grouped);
+        result
+    }
+}
+
 /// A hash of a base score and trees: which scores a shard's kept ones are.
-fn fingerprint(base: &[f64], trees: &[Tree]) -> u64 {
+pub(crate) fn fingerprint(base: &[f64], trees: &[Tree]) -> u64 {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     base.iter().for_each(|b| hasher.update(&b.to_le_bytes()));
     for tree in trees {
