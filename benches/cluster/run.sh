@@ -15,6 +15,11 @@ rows="${2:-5000000}"
 arbor="${ARBOR:-$PWD/target/release/arbor}"
 python="${PYTHON:-python3}"
 options="${ARBOR_BENCH_OPTIONS:-n_trees=8 max_depth=16 seed=1}"
+# ARBOR_BENCH_POLICY=push-staged runs the cluster with Ballista's push scheduling
+# (arbor's default is pull-staged; see docs/cluster.md for the trade-off).
+policy="${ARBOR_BENCH_POLICY:-}"
+scheduler_flags=(); executor_flags=()
+[[ -z "$policy" ]] || { scheduler_flags=(--scheduler-policy "$policy"); executor_flags=(--task-scheduling-policy "$policy"); }
 [[ -d "$data/train" ]] || "$python" benches/cluster/make_data.py "$data" "$rows"
 data="$(cd "$data" && pwd)"
 features=$(for i in $(seq -w 0 19); do printf 'f%s, ' "$i"; done); features="${features%, }"
@@ -43,13 +48,13 @@ phase() { # RUN URL
 }
 cluster() { # RUN EXECUTORS
     local run="$1" n="$2" port=50450 pids=()
-    "$arbor" cluster scheduler --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $port >"$data/$run-scheduler.log" 2>&1 &
+    "$arbor" cluster scheduler --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $port "${scheduler_flags[@]}" >"$data/$run-scheduler.log" 2>&1 &
     pids+=($!)
     for i in $(seq 1 "$n"); do
         rm -rf "$data/$run-work-$i"; mkdir -p "$data/$run-work-$i"
         "$arbor" cluster executor --scheduler-host 127.0.0.1 --scheduler-port $port \
             --bind-host 127.0.0.1 --external-host 127.0.0.1 --bind-port $((port + 10 * i)) --bind-grpc-port $((port + 10 * i + 1)) \
-            --work-dir "$data/$run-work-$i" --vcores 1 >"$data/$run-executor-$i.log" 2>&1 &
+            --work-dir "$data/$run-work-$i" --vcores 1 "${executor_flags[@]}" >"$data/$run-executor-$i.log" 2>&1 &
         pids+=($!)
     done
     sleep 3
@@ -72,7 +77,7 @@ cluster() { # RUN EXECUTORS
     kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
 }
 
-echo "rows: $(ls "$data/train" | wc -l) files, options: $options, threads: one process uses every core"
+echo "rows: $(ls "$data/train" | wc -l) files, options: $options, threads: one process uses every core, scheduling: ${policy:-pull-staged}"
 phase single ""
 echo "single       peak RSS of the training process: $(( $(tail -1 "$data/single-train-rss") / 1024 )) MB"
 cluster one-executor 1
