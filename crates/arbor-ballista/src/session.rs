@@ -30,7 +30,7 @@ pub const GRPC_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
 /// A Ballista session configuration with the settings arbor's models need:
 /// large gRPC messages; each task reading the files it was planned with
-/// ([`OWN_FILE_GROUPS`]); shuffles read through Arrow Flight (Ballista 55's
+/// (`datafusion.execution.enable_file_stream_work_stealing` off); shuffles read through Arrow Flight (Ballista 55's
 /// block reader failed on a partition holding a forest level's 10 MiB
 /// partial sums: it found no schema within its 8 MiB limit); and the static
 /// planner (Ballista's adaptive planner plans with its own physical rules,
