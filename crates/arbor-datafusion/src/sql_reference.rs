@@ -112,7 +112,19 @@ fn options_table() -> String {
             .collect()
     };
     let forest = column(Algorithm::RandomForest);
-    let boosting = column(Algorithm::GradientBoosting);
+    let mut boosting = column(Algorithm::GradientBoosting);
+    // A loss's own parameters are recorded with that loss only: their rows
+    // come from boosting with each regression loss.
+    for loss in ["quantile", "huber", "absolute", "poisson", "gamma", "tweedie"] {
+        let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting loss={loss}"))
+            .expect("every regression loss parses");
+        let resolved = params.boosting.resolve_loss(Task::Regression, 0).ok();
+        for (key, value) in params.describe(Task::Regression, EXAMPLE_FEATURES, resolved) {
+            if key != "task" && !boosting.iter().any(|(k, _)| *k == key) {
+                boosting.push((key, format!("`{value}` (with `loss={loss}`)")));
+            }
+        }
+    }
     let mut keys: Vec<&String> = forest.iter().map(|(k, _)| k).collect();
     for (key, _) in &boosting {
         if !keys.contains(&key) {
@@ -128,7 +140,8 @@ fn options_table() -> String {
          `task` defaults from the label's type. `max_features` is shown for {EXAMPLE_FEATURES} features: \
          `sqrt(p)` for classification and `p/3` for regression forests, all of them for boosting; it also \
          accepts an integer, `sqrt`, `third` or `all`. `loss` is shown for two classes; more classes, or a \
-         single one, use `softmax`. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
+         single one, use `softmax`; regression also takes `quantile`, `huber`, `absolute`, `poisson`, `gamma` \
+         and `tweedie` (docs/algorithms.md, \"Losses\"), whose parameters close the table. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
          Unknown keys and out-of-range values are errors naming the key.\n\n"
     ));
     table.push_str("| key | `algorithm=random-forest` | `algorithm=gradient-boosting` |\n|---|---|---|\n");

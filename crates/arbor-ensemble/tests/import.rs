@@ -168,3 +168,39 @@ fn unsupported_fixtures_are_named_errors() {
         .to_string();
     assert!(linear.contains("Tree=0: linear trees"), "{linear}");
 }
+
+/// Every regression objective beyond squared error imports with its loss and
+/// parameters, and predicts what its library predicts: the log links
+/// (`exp` of the raw score, from a base score that is a mean) and the
+/// identity ones (`tests/interop/make_objective_fixtures.py`).
+#[test]
+fn regression_objectives_import_with_their_losses() {
+    use arbor_ensemble::Loss;
+    let cases: [(Model, &str, Loss); 12] = [
+        (xgboost("xgb_poisson.json"), "xgb_poisson", Loss::Poisson),
+        (xgboost("xgb_gamma.json"), "xgb_gamma", Loss::Gamma),
+        (xgboost("xgb_tweedie.json"), "xgb_tweedie", Loss::Tweedie { power: f64::from(1.3f32) }),
+        (xgboost("xgb_quantile.json"), "xgb_quantile", Loss::Quantile { alpha: 0.8 }),
+        (xgboost("xgb_absolute.json"), "xgb_absolute", Loss::Absolute),
+        (xgboost("xgb_huber.json"), "xgb_huber", Loss::Huber { delta: 2.0 }),
+        (lightgbm("lgb_poisson.txt"), "lgb_poisson", Loss::Poisson),
+        (lightgbm("lgb_gamma.txt"), "lgb_gamma", Loss::Gamma),
+        (lightgbm("lgb_tweedie.txt"), "lgb_tweedie", Loss::Tweedie { power: 1.3 }),
+        (lightgbm("lgb_quantile.txt"), "lgb_quantile", Loss::Quantile { alpha: 0.8 }),
+        (lightgbm("lgb_absolute.txt"), "lgb_absolute", Loss::Absolute),
+        (lightgbm("lgb_huber.txt"), "lgb_huber", Loss::Huber { delta: 2.0 }),
+    ];
+    for (model, expected, loss) in cases {
+        let boosting = model.boosting().expect("a boosted model");
+        match (boosting.loss, loss) {
+            (Loss::Tweedie { power: got }, Loss::Tweedie { power }) => {
+                assert!((got - power).abs() < 1e-6, "{expected}: power {got}")
+            }
+            (got, loss) => assert_eq!(got, loss, "{expected}"),
+        }
+        assert_matches_library(&model, "claims", expected);
+        // A model saved and loaded keeps its loss.
+        let again = Model::from_bytes(&model.to_bytes()).unwrap();
+        assert_eq!(again.boosting().unwrap().loss, boosting.loss, "{expected}");
+    }
+}

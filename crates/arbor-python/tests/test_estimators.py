@@ -65,6 +65,16 @@ def test_gradient_boosting_classifier_on_flights(flights):
         (arbor.RandomForestRegressor(n_trees=8), "diamonds_reg_train", "n_trees=8"),
         (arbor.GradientBoostingClassifier(n_rounds=10, lambda_=2.0), "flights_cls_train", "n_rounds=10 lambda=2.0"),
         (arbor.GradientBoostingRegressor(n_rounds=10), "diamonds_reg_train", "n_rounds=10"),
+        (
+            arbor.GradientBoostingRegressor(n_rounds=10, loss="tweedie", tweedie_power=1.3),
+            "claims_reg_train",
+            "n_rounds=10 loss=tweedie tweedie_power=1.3",
+        ),
+        (
+            arbor.GradientBoostingRegressor(n_rounds=5, loss="quantile", alpha=0.8),
+            "diamonds_reg_train",
+            "n_rounds=5 loss=quantile alpha=0.8",
+        ),
     ],
 )
 def test_the_same_model_bytes_as_the_command_line(estimator, data, options, arbor_cli, tmp_path):
@@ -79,6 +89,26 @@ def test_the_same_model_bytes_as_the_command_line(estimator, data, options, arbo
     fitted = clone(estimator).fit(X, y)
     assert bytes(fitted.model_) == path.read_bytes()
     assert arbor.Model.load(path) == fitted.model_
+
+
+def test_poisson_regressor_predicts_means_and_bad_options_are_named():
+    train, test = read("counts_reg_train"), read("counts_reg_test")
+    X, y = split(train)
+    reg = arbor.GradientBoostingRegressor(n_rounds=30, learning_rate=0.1, loss="poisson").fit(X, y)
+    predicted = reg.predict(split(test)[0])
+    assert predicted.min() > 0
+    # Poisson's log link balances: the mean prediction is the mean count (0.062 on test).
+    assert abs(predicted.mean() - test.column("label").to_numpy().mean()) < 0.005
+    # The contributions explain the raw score, whose exp is the prediction.
+    contributions = reg.predict_contributions(split(test)[0].slice(0, 50))
+    np.testing.assert_allclose(np.exp(contributions.sum(axis=1)), predicted[:50], rtol=1e-9)
+    with pytest.raises(ValueError, match="option 'alpha': expected a number in \\(0, 1\\), got '1.5'"):
+        arbor.GradientBoostingRegressor(loss="quantile", alpha=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="option 'huber_delta': applies to loss=huber only"):
+        arbor.GradientBoostingRegressor(huber_delta=2.0).fit(X, y)
+    negative = pa.chunked_array([y.to_numpy() - 1.0])
+    with pytest.raises(ValueError, match="loss=gamma needs labels > 0"):
+        arbor.GradientBoostingRegressor(loss="gamma", n_rounds=2).fit(X, negative)
 
 
 def test_pandas_polars_pyarrow_and_numpy_give_the_same_model(cancer):

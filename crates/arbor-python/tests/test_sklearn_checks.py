@@ -13,8 +13,19 @@ import arbor
 WEIGHTS = "bin edges and min_samples_leaf count rows, and bootstrap draws rows: weights are not repetitions"
 
 
+# check_regressors_train sets `alpha=0.01` on any regressor that has an
+# `alpha`, as a linear model's regularization. arbor's `alpha` is the level of
+# loss=quantile, and a loss parameter without its loss is an error, never
+# ignored. test_regressor_trains_as_check_regressors_train_asks below makes
+# the check's own assertions without that step.
+ALPHA = "sets alpha=0.01 (a linear model's regularization); arbor's alpha is loss=quantile's level, refused without it"
+
+
 def expected_failed_checks(estimator):
-    return {"check_sample_weight_equivalence_on_dense_data": WEIGHTS}
+    failed = {"check_sample_weight_equivalence_on_dense_data": WEIGHTS}
+    if isinstance(estimator, arbor.GradientBoostingRegressor):
+        failed["check_regressors_train"] = ALPHA
+    return failed
 
 
 @parametrize_with_checks(
@@ -28,3 +39,23 @@ def expected_failed_checks(estimator):
 )
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
+
+
+def test_regressor_trains_as_check_regressors_train_asks():
+    """check_regressors_train's assertions, on its data, without its alpha."""
+    import numpy as np
+    import pytest
+    from sklearn.datasets import make_regression
+    from sklearn.preprocessing import scale
+
+    X, y = make_regression(n_samples=200, n_features=10, n_informative=1, bias=5.0, noise=20, random_state=42)
+    X, y = scale(X), scale(y)
+    for X_, y_ in [(X, y), (X.astype(np.float32), y)]:
+        regressor = arbor.GradientBoostingRegressor(n_rounds=5)
+        with pytest.raises(ValueError):
+            regressor.fit(X_, y_[:-1])
+        regressor.fit(X_, y_)
+        regressor.fit(X_.tolist(), y_.tolist())
+        predicted = regressor.predict(X_)
+        assert predicted.shape == y_.shape
+        assert regressor.score(X_, y_) > 0.5

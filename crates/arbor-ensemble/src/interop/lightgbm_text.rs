@@ -3,8 +3,9 @@
 //!
 //! Supported: gbdt, dart, goss and rf models (`average_output`) with
 //! objectives `regression` (and the other identity-output regressions:
-//! `regression_l1`, `huber`, `fair`, `quantile`, `mape`), `binary` (any
-//! `sigmoid`) and `multiclass`; numeric splits with every missing-value type
+//! `regression_l1`, `huber`, `fair`, `quantile`, `mape`), the log-link
+//! `poisson`, `gamma` and `tweedie` (predictions `exp` of the raw score),
+//! `binary` (any `sigmoid`) and `multiclass`; numeric splits with every missing-value type
 //! of `decision_type` (none, zero, NaN) and categorical splits on
 //! integer-coded features. Anything else (linear trees, other objectives) is
 //! an error naming it.
@@ -166,17 +167,37 @@ struct Objective {
     scale: f64,
 }
 
-fn objective(line: &str, num_class: usize) -> Result<Objective> {
+/// The objective of the header's `objective` line; `tail` is the file's
+/// end, whose `parameters:` block (`[alpha: 0.9]`) holds the objective's
+/// parameters where the line does not.
+fn objective(line: &str, num_class: usize, tail: &[&str]) -> Result<Objective> {
     let mut tokens = line.split_whitespace();
     let name = tokens.next().unwrap_or("");
-    let options: HashMap<&str, &str> = tokens.filter_map(|t| t.split_once(':')).collect();
-    let regression = Objective { classes: None, loss: Loss::Squared, scale: 1.0 };
+    let mut options: HashMap<&str, &str> =
+        tail.iter().filter_map(|l| l.trim().strip_prefix('[')?.strip_suffix(']')?.split_once(": ")).collect();
+    options.extend(tokens.filter_map(|t| t.split_once(':')));
+    let regression = |loss: Loss| Ok(Objective { classes: None, loss, scale: 1.0 });
+    let parameter = |key: &str, default: f64, admits: fn(f64) -> bool| -> Result<f64> {
+        let Some(text) = options.get(key) else { return Ok(default) };
+        text.parse::<f64>()
+            .ok()
+            .filter(|&v| admits(v))
+            .ok_or_else(|| error(format!("objective '{line}': {key} {text} is out of its range")))
+    };
+    if line.split_whitespace().any(|t| t == "sqrt") {
+        return Err(error(format!("objective '{line}': reg_sqrt models are not supported")));
+    }
     match name {
-        "regression" | "regression_l2" | "regression_l1" | "huber" | "fair" | "quantile" | "mape" => {
-            if line.split_whitespace().any(|t| t == "sqrt") {
-                return Err(error(format!("objective '{line}': reg_sqrt models are not supported")));
-            }
-            Ok(regression)
+        "regression" | "regression_l2" | "fair" | "mape" => regression(Loss::Squared),
+        "regression_l1" => regression(Loss::Absolute),
+        // LightGBM names both the quantile and Huber's delta `alpha`.
+        "quantile" => regression(Loss::Quantile { alpha: parameter("alpha", 0.9, |a| a > 0.0 && a < 1.0)? }),
+        "huber" => regression(Loss::Huber { delta: parameter("alpha", 0.9, |d| d > 0.0 && d.is_finite())? }),
+        // The log links: LightGBM's raw scores are log means, as arbor's are.
+        "poisson" => regression(Loss::Poisson),
+        "gamma" => regression(Loss::Gamma),
+        "tweedie" => {
+            regression(Loss::Tweedie { power: parameter("tweedie_variance_power", 1.5, |p| p > 1.0 && p < 2.0)? })
         }
         "binary" => {
             let sigmoid = options.get("sigmoid").map_or(Ok(1.0), |s| {
@@ -197,7 +218,7 @@ fn objective(line: &str, num_class: usize) -> Result<Objective> {
         "" => Err(error("the header has no objective (custom objectives are not supported)")),
         other => Err(error(format!(
             "objective '{other}' is not supported (supported: regression, regression_l1, huber, fair, quantile, \
-             mape, binary, multiclass)"
+             mape, poisson, gamma, tweedie, binary, multiclass)"
         ))),
     }
 }
@@ -222,7 +243,7 @@ impl Model {
         if names.len() != n_features {
             return Err(error(format!("header: {} feature names for max_feature_idx {max_feature_idx}", names.len())));
         }
-        let objective = objective(header.get("objective")?, num_class)?;
+        let objective = objective(header.get("objective")?, num_class, &tail)?;
         let outputs = if objective.loss == Loss::Softmax { num_class } else { 1 };
         if per_iteration != outputs {
             return Err(error(format!(
@@ -449,7 +470,16 @@ mod tests {
         };
         let e = |text: &str| Model::from_lightgbm_text(text).unwrap_err().to_string();
         assert!(e("hello").contains("first line is not 'tree'"));
-        assert!(e(&header("poisson")).contains("objective 'poisson' is not supported"));
+        assert!(e(&header("cross_entropy")).contains("objective 'cross_entropy' is not supported"));
+        assert!(
+            e(&header("tweedie tweedie_variance_power:2.5")).contains("tweedie_variance_power 2.5 is out of its range")
+        );
+        // A log link predicts exp of the raw score; the parameters block gives the quantile.
+        let poisson = Model::from_lightgbm_text(&header("poisson")).unwrap();
+        assert_eq!(poisson.score_columns(&[vec![3.0]], 1).unwrap().values, vec![0.5f64.exp()]);
+        let quantile = header("quantile").replace("end of trees\n", "end of trees\n\nparameters:\n[alpha: 0.3]\n");
+        let quantile = Model::from_lightgbm_text(&quantile).unwrap();
+        assert_eq!(quantile.boosting().unwrap().loss, Loss::Quantile { alpha: 0.3 });
         assert!(e(&header("regression sqrt")).contains("reg_sqrt"));
         assert!(e(&header("regression").replace("end of trees\n", "")).contains("truncated"));
         let model = Model::from_lightgbm_text(&header("regression")).unwrap();

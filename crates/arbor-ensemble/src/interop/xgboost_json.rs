@@ -2,8 +2,9 @@
 //! into arbor models, through the [`ModelBuilder`].
 //!
 //! Supported: the `gbtree` booster (any `num_parallel_tree`) with objectives
-//! `reg:squarederror`, `binary:logistic`, `multi:softprob` and
-//! `multi:softmax`; numeric splits with their missing-value directions; the
+//! `reg:squarederror`, `reg:absoluteerror`, `reg:quantileerror` (one
+//! quantile), `reg:pseudohubererror`, `count:poisson`, `reg:gamma`,
+//! `reg:tweedie`, `binary:logistic`, `multi:softprob` and `multi:softmax`; numeric splits with their missing-value directions; the
 //! base score of XGBoost 1.x to 3.x. Anything else (dart, gblinear,
 //! categorical splits, multi-target trees, other objectives) is an error
 //! naming it.
@@ -58,6 +59,32 @@ struct LearnerParam {
 #[derive(Deserialize)]
 struct Objective {
     name: String,
+    /// The parameter objects of the objectives that have some
+    /// (`quantile_loss_param`, `tweedie_regression_param`, `pseudo_huber_param`, ...).
+    #[serde(flatten)]
+    params: serde_json::Map<String, Value>,
+}
+
+impl Objective {
+    /// The number in `group.key` (XGBoost writes numbers as strings, a
+    /// quantile list as `"[0.9]"`); `None` when absent.
+    fn number(&self, group: &str, key: &str) -> Result<Option<f64>> {
+        let Some(value) = self.params.get(group).and_then(|g| g.get(key)) else { return Ok(None) };
+        let text = match value {
+            Value::String(s) => s.trim().trim_start_matches('[').trim_end_matches(']').to_owned(),
+            other => other.to_string(),
+        };
+        if text.contains(',') {
+            return Err(error(format!(
+                "{}: {key} {text} names several quantiles (multi-target) and is not supported",
+                self.name
+            )));
+        }
+        text.trim()
+            .parse::<f64>()
+            .map(Some)
+            .map_err(|_| error(format!("{}: {key} '{text}' is not a number", self.name)))
+    }
 }
 
 #[derive(Deserialize)]
@@ -154,16 +181,51 @@ fn next_down(x: f64) -> f64 {
 }
 
 /// The objective's task, classes, loss and base score (as raw margins).
-fn objective(name: &str, num_class: usize, base_score: Vec<f64>) -> Result<(Option<Classes>, Loss, Vec<f64>)> {
+fn objective(
+    objective: &Objective,
+    num_class: usize,
+    base_score: Vec<f64>,
+) -> Result<(Option<Classes>, Loss, Vec<f64>)> {
+    let name = objective.name.as_str();
+    let regression = |loss: Loss| {
+        let [base] = base_score[..] else {
+            return Err(error(format!("{name} with {} base scores (multi-target) is not supported", base_score.len())));
+        };
+        if !loss.is_log_link() {
+            return Ok((None, loss, vec![base]));
+        }
+        // A log link's base score is a mean: its margin is the logarithm.
+        if base <= 0.0 {
+            return Err(error(format!("{name} base_score {base} is not a positive mean")));
+        }
+        Ok((None, loss, vec![base.ln()]))
+    };
+    let parameter = |group: &str, key: &str, default: f64, admits: fn(f64) -> bool| -> Result<f64> {
+        let value = objective.number(group, key)?.unwrap_or(default);
+        if admits(value) {
+            Ok(value)
+        } else {
+            Err(error(format!("{name}: {key} {value} is out of its range")))
+        }
+    };
     match name {
-        "reg:squarederror" | "reg:linear" => {
-            if base_score.len() != 1 {
-                return Err(error(format!(
-                    "{name} with {} base scores (multi-target) is not supported",
-                    base_score.len()
-                )));
-            }
-            Ok((None, Loss::Squared, base_score))
+        "reg:squarederror" | "reg:linear" => regression(Loss::Squared),
+        "reg:absoluteerror" => regression(Loss::Absolute),
+        "reg:quantileerror" => {
+            let alpha = parameter("quantile_loss_param", "quantile_alpha", 0.5, |a| a > 0.0 && a < 1.0)?;
+            regression(Loss::Quantile { alpha })
+        }
+        // XGBoost's pseudo-Huber is the smooth cousin of arbor's Huber: both
+        // predict the raw score, which is what an imported model needs.
+        "reg:pseudohubererror" => {
+            let delta = parameter("pseudo_huber_param", "huber_slope", 1.0, |d| d > 0.0 && d.is_finite())?;
+            regression(Loss::Huber { delta })
+        }
+        "count:poisson" => regression(Loss::Poisson),
+        "reg:gamma" => regression(Loss::Gamma),
+        "reg:tweedie" => {
+            let power = parameter("tweedie_regression_param", "tweedie_variance_power", 1.5, |p| p > 1.0 && p < 2.0)?;
+            regression(Loss::Tweedie { power })
         }
         "binary:logistic" => {
             let [p] = base_score[..] else {
@@ -189,7 +251,8 @@ fn objective(name: &str, num_class: usize, base_score: Vec<f64>) -> Result<(Opti
             Ok((Some(Classes::Int((0..num_class as i64).collect())), Loss::Softmax, base))
         }
         other => Err(error(format!(
-            "objective '{other}' is not supported (supported: reg:squarederror, binary:logistic, \
+            "objective '{other}' is not supported (supported: reg:squarederror, reg:absoluteerror, \
+             reg:quantileerror, reg:pseudohubererror, count:poisson, reg:gamma, reg:tweedie, binary:logistic, \
              multi:softprob, multi:softmax)"
         ))),
     }
@@ -225,7 +288,7 @@ impl Model {
         }
         let features = features(&learner.feature_names, &learner.feature_types, num_feature)?;
         let base_score = parse_base_score(&param.base_score)?;
-        let (classes, loss, base_score) = objective(&learner.objective.name, num_class, base_score)?;
+        let (classes, loss, base_score) = objective(&learner.objective, num_class, base_score)?;
         let outputs = base_score.len();
 
         let version = file.version.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
@@ -401,8 +464,8 @@ mod tests {
         let gblinear = e(&learner(r#"{"name": "gblinear", "model": {}}"#, "reg:squarederror"));
         assert!(gblinear.contains("booster 'gblinear' is not supported"), "{gblinear}");
         let empty = r#"{"name": "gbtree", "model": {"trees": [], "tree_info": []}}"#;
-        let poisson = e(&learner(empty, "count:poisson"));
-        assert!(poisson.contains("objective 'count:poisson' is not supported"), "{poisson}");
+        let survival = e(&learner(empty, "survival:cox"));
+        assert!(survival.contains("objective 'survival:cox' is not supported"), "{survival}");
         let no_trees = e(&learner(empty, "reg:squarederror"));
         assert!(no_trees.contains("at least one"), "{no_trees}");
     }

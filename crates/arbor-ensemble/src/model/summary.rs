@@ -55,6 +55,7 @@ impl Model {
         let boosting = self.boosting.as_ref().map(|b| {
             json!({
                 "loss": b.loss.name(),
+                "metric": b.loss.metric(),
                 "base_score": b.base_score,
                 "outputs": b.outputs,
                 "rounds": self.trees.len() / b.outputs.max(1),
@@ -140,8 +141,12 @@ impl Model {
             if let Some(e) = &b.early_stopping {
                 let _ = writeln!(
                     s,
-                    "             early stopping: best round {} of {} run, validation loss {:.6} on {} rows",
-                    e.best_round, e.rounds_run, e.best_loss, e.validation_rows
+                    "             early stopping: best round {} of {} run, validation {} {:.6} on {} rows",
+                    e.best_round,
+                    e.rounds_run,
+                    b.loss.metric(),
+                    e.best_loss,
+                    e.validation_rows
                 );
             }
         }

@@ -59,10 +59,20 @@ impl Model {
         }
         if let Some(b) = &self.boosting {
             let outputs = match (b.loss, self.task) {
-                (Loss::Squared, Task::Regression) | (Loss::Logistic, Task::Classification) => 1,
+                (Loss::Logistic, Task::Classification) => 1,
                 (Loss::Softmax, Task::Classification) => self.value_len(),
+                (loss, Task::Regression) if !loss.is_classification() => 1,
                 (loss, task) => return Err(format!("loss {} does not fit task {}", loss.name(), task.name())),
             };
+            let parameter = match b.loss {
+                Loss::Quantile { alpha } => (!(alpha > 0.0 && alpha < 1.0)).then_some(("alpha", alpha)),
+                Loss::Huber { delta } => (!(delta > 0.0 && delta.is_finite())).then_some(("huber_delta", delta)),
+                Loss::Tweedie { power } => (!(power > 1.0 && power < 2.0)).then_some(("tweedie_power", power)),
+                _ => None,
+            };
+            if let Some((key, value)) = parameter {
+                return Err(format!("loss {} has {key} {value}, out of its range", b.loss.name()));
+            }
             if b.loss == Loss::Logistic && self.value_len() != 2 {
                 return Err("a logistic model must have two classes".into());
             }

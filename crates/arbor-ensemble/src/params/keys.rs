@@ -114,6 +114,9 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "max_bins",
     "min_bin_size",
     "loss",
+    "alpha",
+    "huber_delta",
+    "tweedie_power",
     "early_stopping_rounds",
     "importance",
     "seed",
@@ -192,7 +195,20 @@ const SPLITTERS: &[(&str, bool)] = &[("best", false), ("random", true)];
 const CRITERIA: &[(&str, CriterionKind)] =
     &[("gini", CriterionKind::Gini), ("entropy", CriterionKind::Entropy), ("mse", CriterionKind::Mse)];
 const VOTINGS: &[(&str, Voting)] = &[("weighted", Voting::Weighted), ("unweighted", Voting::Unweighted)];
-const LOSSES: &[(&str, Loss)] = &[("squared", Loss::Squared), ("logistic", Loss::Logistic), ("softmax", Loss::Softmax)];
+/// The losses by name; the parameters shown are placeholders that
+/// [`BoostingParams::resolve_loss`](crate::BoostingParams::resolve_loss) replaces with `alpha`, `huber_delta`
+/// and `tweedie_power`.
+const LOSSES: &[(&str, Loss)] = &[
+    ("squared", Loss::Squared),
+    ("logistic", Loss::Logistic),
+    ("softmax", Loss::Softmax),
+    ("quantile", Loss::Quantile { alpha: 0.5 }),
+    ("huber", Loss::Huber { delta: 1.0 }),
+    ("absolute", Loss::Absolute),
+    ("poisson", Loss::Poisson),
+    ("gamma", Loss::Gamma),
+    ("tweedie", Loss::Tweedie { power: 1.5 }),
+];
 
 const SAMPLE_FRACTION: Rule = Rule::Fraction { low_open: true, high: 1.0 };
 const MAX_BINS: Rule = Rule::CountIn { min: 2, max: 65_536 };
@@ -209,6 +225,24 @@ const N_ROUNDS: Rule = Rule::Count { min: 1 };
 const LEARNING_RATE: Rule = Rule::Fraction { low_open: true, high: 1.0 };
 const EARLY_STOPPING_ROUNDS: Rule = Rule::Count { min: 0 };
 const VALIDATION_FRACTION: Rule = Rule::Fraction { low_open: true, high: 0.5 };
+const ALPHA: Rule = Rule::Between { low: 0.0, high: 1.0 };
+const HUBER_DELTA: Rule = Rule::Positive;
+const TWEEDIE_POWER: Rule = Rule::Between { low: 1.0, high: 2.0 };
+
+/// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
+pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
+    match key {
+        "alpha" => Some("quantile"),
+        "huber_delta" => Some("huber"),
+        "tweedie_power" => Some("tweedie"),
+        _ => None,
+    }
+}
+
+/// Whether the chosen loss is named `name` (a loss parameter is recorded with its loss only).
+fn loss_is(p: &TrainParams, name: &str) -> bool {
+    p.boosting.loss.is_some_and(|l| l.name() == name)
+}
 
 /// Every option key, in the order reports list them (a forest's records
 /// follow it exactly; see [`BOOSTING_RECORD_ORDER`] for boosting's).
@@ -608,8 +642,9 @@ pub(crate) const KEYS: &[KeySpec] = &[
     KeySpec {
         name: "loss",
         applies: Applies::Boosting,
-        about: "The loss boosting minimizes: squared (regression), logistic (two classes) or softmax; \
-                unset, from the task and the classes.",
+        about: "The loss boosting minimizes (docs/algorithms.md, \"Losses\"): squared, quantile, huber, \
+                absolute, poisson, gamma or tweedie (regression), logistic (two classes) or softmax; \
+                unset, squared, logistic or softmax from the task and the classes.",
         accepts: || choices(LOSSES),
         set: |p, k, v| {
             p.boosting.loss = Some(parse_choice(k, v, LOSSES)?);
@@ -618,6 +653,45 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: any,
         value: |r| r.loss.or(r.params.boosting.loss).map_or("default", Loss::name).into(),
         recorded: always,
+    },
+    KeySpec {
+        name: "alpha",
+        applies: Applies::Boosting,
+        about: "The quantile `loss=quantile` predicts.",
+        accepts: || ALPHA.describe(),
+        set: |p, k, v| {
+            p.boosting.alpha = ALPHA.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| ALPHA.number(k, p.boosting.alpha),
+        value: |r| r.params.boosting.alpha.to_string(),
+        recorded: |p| loss_is(p, "quantile"),
+    },
+    KeySpec {
+        name: "huber_delta",
+        applies: Applies::Boosting,
+        about: "Where `loss=huber` turns from squared to absolute error.",
+        accepts: || HUBER_DELTA.describe(),
+        set: |p, k, v| {
+            p.boosting.huber_delta = HUBER_DELTA.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| HUBER_DELTA.number(k, p.boosting.huber_delta),
+        value: |r| r.params.boosting.huber_delta.to_string(),
+        recorded: |p| loss_is(p, "huber"),
+    },
+    KeySpec {
+        name: "tweedie_power",
+        applies: Applies::Boosting,
+        about: "The variance power of `loss=tweedie` (near 1: Poisson-like, near 2: Gamma-like).",
+        accepts: || TWEEDIE_POWER.describe(),
+        set: |p, k, v| {
+            p.boosting.tweedie_power = TWEEDIE_POWER.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| TWEEDIE_POWER.number(k, p.boosting.tweedie_power),
+        value: |r| r.params.boosting.tweedie_power.to_string(),
+        recorded: |p| loss_is(p, "tweedie"),
     },
     KeySpec {
         name: "early_stopping_rounds",

@@ -4,7 +4,7 @@
 //! table of keys.
 
 use crate::params::checked::CheckedParams;
-use crate::params::keys::{key_spec, Applies, Report, BOOSTING_RECORD_ORDER, KEYS, OPTION_KEYS};
+use crate::params::keys::{key_spec, loss_of_parameter, Applies, Report, BOOSTING_RECORD_ORDER, KEYS, OPTION_KEYS};
 use crate::params::rules::invalid;
 use crate::params::types::{Algorithm, CriterionKind, ImportanceKind, Loss, Task, TrainParams, Voting};
 use crate::{ArborError, Result};
@@ -109,6 +109,13 @@ impl TrainParams {
             }
             if self.boosting.early_stopping_rounds == 0 && self.explicit.iter().any(|k| k == "validation_fraction") {
                 return Err(invalid("validation_fraction", "needs early_stopping_rounds > 0"));
+            }
+            for key in &self.explicit {
+                let Some(owner) = loss_of_parameter(key) else { continue };
+                if self.boosting.loss.is_none_or(|l| l.name() != owner) {
+                    let chosen = self.boosting.loss.map_or("the default", |l| l.name());
+                    return Err(invalid(key, format!("applies to loss={owner} only; the loss is {chosen}")));
+                }
             }
             return Ok(());
         }
@@ -233,6 +240,54 @@ mod tests {
         assert_eq!(b.resolve_loss(Task::Classification, 2).unwrap(), Loss::Logistic);
         assert_eq!(b.resolve_loss(Task::Classification, 10).unwrap(), Loss::Softmax);
         assert_eq!(b.resolve_loss(Task::Regression, 0).unwrap(), Loss::Squared);
+    }
+
+    /// The regression losses take their parameters by key, each checked by
+    /// its range and refused without its loss; a loss that does not fit the
+    /// task names the ones that do.
+    #[test]
+    fn losses_take_their_parameters_and_refuse_the_wrong_ones() {
+        let gb = |options: &str| TrainParams::parse_options(&format!("algorithm=gradient-boosting {options}"));
+        let resolved = |options: &str| gb(options).unwrap().check().unwrap().boosting.resolve_loss(Task::Regression, 0);
+        assert_eq!(resolved("loss=quantile alpha=0.9").unwrap(), Loss::Quantile { alpha: 0.9 });
+        assert_eq!(resolved("alpha=0.25 loss=quantile").unwrap(), Loss::Quantile { alpha: 0.25 }, "any order");
+        assert_eq!(resolved("loss=quantile").unwrap(), Loss::Quantile { alpha: 0.5 });
+        assert_eq!(resolved("loss=huber huber_delta=3").unwrap(), Loss::Huber { delta: 3.0 });
+        assert_eq!(resolved("loss=tweedie").unwrap(), Loss::Tweedie { power: 1.5 });
+        assert_eq!(resolved("loss=Poisson").unwrap(), Loss::Poisson);
+        assert_eq!(resolved("loss=gamma").unwrap(), Loss::Gamma);
+        assert_eq!(resolved("loss=absolute").unwrap(), Loss::Absolute);
+        for (options, expected) in [
+            ("loss=quantile alpha=1.5", "'alpha': expected a number in (0, 1), got '1.5'"),
+            ("loss=quantile alpha=0", "'alpha': expected a number in (0, 1), got '0'"),
+            ("loss=tweedie tweedie_power=3", "'tweedie_power': expected a number in (1, 2), got '3'"),
+            ("loss=huber huber_delta=-1", "'huber_delta': expected a finite number > 0, got '-1'"),
+            ("loss=huber huber_delta=inf", "'huber_delta': expected a finite number > 0, got 'inf'"),
+            ("loss=median", "expected one of squared, logistic, softmax, quantile, huber"),
+        ] {
+            let e = gb(options).unwrap_err().to_string();
+            assert!(e.contains(expected), "{options}: {e}");
+        }
+        for (options, expected) in [
+            ("alpha=0.9", "'alpha': applies to loss=quantile only; the loss is the default"),
+            ("loss=huber tweedie_power=1.2", "'tweedie_power': applies to loss=tweedie only; the loss is huber"),
+        ] {
+            let e = gb(options).unwrap().check().unwrap_err().to_string();
+            assert!(e.contains(expected), "{options}: {e}");
+        }
+        let e = gb("loss=poisson").unwrap().check().unwrap().boosting.resolve_loss(Task::Classification, 2);
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("poisson does not fit a classification task") && e.contains("logistic or softmax"), "{e}");
+        let e = gb("loss=logistic").unwrap().check().unwrap().boosting.resolve_loss(Task::Regression, 0);
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("use squared, quantile, huber, absolute, poisson, gamma or tweedie"));
+        // Recorded with its loss only.
+        let described =
+            gb("loss=quantile alpha=0.9").unwrap().describe(Task::Regression, 3, Some(Loss::Quantile { alpha: 0.9 }));
+        assert!(described.contains(&("alpha".into(), "0.9".into())), "{described:?}");
+        assert!(!described.iter().any(|(k, _)| k == "huber_delta" || k == "tweedie_power"), "{described:?}");
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(crate) enum Rule {
     Fraction { low_open: bool, high: f64 },
     /// A finite number of at least 0.
     NonNegative,
+    /// A finite number above 0.
+    Positive,
+    /// A number strictly between `low` and `high`.
+    Between { low: f64, high: f64 },
 }
 
 impl Rule {
@@ -31,6 +35,8 @@ impl Rule {
             Rule::Fraction { low_open: true, high } => format!("a number in (0, {high}]"),
             Rule::Fraction { low_open: false, high } => format!("a number in [0, {high}]"),
             Rule::NonNegative => "a finite number >= 0".into(),
+            Rule::Positive => "a finite number > 0".into(),
+            Rule::Between { low, high } => format!("a number in ({low}, {high})"),
         }
     }
 
@@ -77,6 +83,8 @@ impl Rule {
         let admitted = match self {
             Rule::Fraction { low_open, high } => v.is_finite() && v <= high && (v > 0.0 || !low_open && v == 0.0),
             Rule::NonNegative => v.is_finite() && v >= 0.0,
+            Rule::Positive => v.is_finite() && v > 0.0,
+            Rule::Between { low, high } => v > low && v < high,
             _ => unreachable!("a number rule"),
         };
         if admitted {
@@ -93,7 +101,9 @@ impl Rule {
                 let range = if low_open { format!("in (0, {high}]") } else { format!("in [0, {high}]") };
                 invalid(key, format!("expected a number {range}, got '{shown}'"))
             }
-            Rule::NonNegative => invalid(key, format!("expected a finite number >= 0, got '{shown}'")),
+            Rule::NonNegative | Rule::Positive | Rule::Between { .. } => {
+                invalid(key, format!("expected {}, got '{shown}'", self.describe()))
+            }
             _ => unreachable!("a number rule"),
         }
     }

@@ -244,8 +244,12 @@ impl ForestParams {
     }
 }
 
-/// The loss gradient boosting minimizes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The loss gradient boosting minimizes, with its own parameters
+/// (`docs/algorithms.md`, "Losses"). The regression losses after the first
+/// three are LightGBM's and XGBoost's: a robust or quantile loss on the raw
+/// score, or a log link (`poisson`, `gamma`, `tweedie`) whose predictions
+/// are `exp(raw)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Loss {
     /// Squared error, regression.
     Squared,
@@ -253,7 +257,34 @@ pub enum Loss {
     Logistic,
     /// Multinomial cross-entropy, one tree per class per round.
     Softmax,
+    /// Pinball loss at level `alpha`: predicts the `alpha`-quantile; leaf
+    /// values are re-fitted to the quantile of their rows' residuals.
+    Quantile {
+        /// The quantile level, in (0, 1).
+        alpha: f64,
+    },
+    /// Huber loss: squared within `delta` of the label, linear beyond.
+    Huber {
+        /// Where the loss turns linear, > 0.
+        delta: f64,
+    },
+    /// Absolute error: predicts the median; leaf values are re-fitted to
+    /// their rows' median residual.
+    Absolute,
+    /// Poisson deviance of counts (labels >= 0), log link.
+    Poisson,
+    /// Gamma deviance of positive labels, log link.
+    Gamma,
+    /// Tweedie deviance of labels >= 0 (a compound Poisson-gamma), log link.
+    Tweedie {
+        /// The variance power, in (1, 2).
+        power: f64,
+    },
 }
+
+// The parameters are checked finite (`alpha`, `huber_delta`,
+// `tweedie_power`), so equality is reflexive.
+impl Eq for Loss {}
 
 impl Loss {
     /// The name used in options and reports.
@@ -262,6 +293,43 @@ impl Loss {
             Loss::Squared => "squared",
             Loss::Logistic => "logistic",
             Loss::Softmax => "softmax",
+            Loss::Quantile { .. } => "quantile",
+            Loss::Huber { .. } => "huber",
+            Loss::Absolute => "absolute",
+            Loss::Poisson => "poisson",
+            Loss::Gamma => "gamma",
+            Loss::Tweedie { .. } => "tweedie",
+        }
+    }
+
+    /// Classification losses (class probabilities out), as against regression's.
+    pub fn is_classification(self) -> bool {
+        matches!(self, Loss::Logistic | Loss::Softmax)
+    }
+
+    /// Log-link losses: predictions are `exp(raw)`, raw scores are log means.
+    pub fn is_log_link(self) -> bool {
+        matches!(self, Loss::Poisson | Loss::Gamma | Loss::Tweedie { .. })
+    }
+
+    /// Losses whose leaf values are re-fitted to a quantile of their rows'
+    /// residuals after the tree is grown (their hessian is a constant).
+    pub fn refits_leaves(self) -> bool {
+        matches!(self, Loss::Quantile { .. } | Loss::Absolute)
+    }
+
+    /// The name of the metric [`Loss`] values are reported in (progress,
+    /// early stopping, `inspect`).
+    pub fn metric(self) -> &'static str {
+        match self {
+            Loss::Squared => "mse",
+            Loss::Logistic | Loss::Softmax => "log_loss",
+            Loss::Quantile { .. } => "pinball_loss",
+            Loss::Huber { .. } => "huber_loss",
+            Loss::Absolute => "mae",
+            Loss::Poisson => "poisson_deviance",
+            Loss::Gamma => "gamma_deviance",
+            Loss::Tweedie { .. } => "tweedie_deviance",
         }
     }
 }
@@ -281,8 +349,15 @@ pub struct BoostingParams {
     pub min_split_loss: f64,
     /// L2 regularization of leaf weights.
     pub lambda: f64,
-    /// The loss (`None`: squared, logistic or softmax from the task and classes).
+    /// The loss (`None`: squared, logistic or softmax from the task and
+    /// classes); its parameters come from the fields below.
     pub loss: Option<Loss>,
+    /// The quantile level of `loss=quantile`.
+    pub alpha: f64,
+    /// Where `loss=huber` turns linear.
+    pub huber_delta: f64,
+    /// The variance power of `loss=tweedie`.
+    pub tweedie_power: f64,
     /// Stop when the validation loss has not improved for this many rounds (0 = off).
     pub early_stopping_rounds: usize,
     /// Share of the training rows held out for early stopping.
@@ -309,6 +384,9 @@ impl Default for BoostingParams {
             min_split_loss: 0.0,
             lambda: 1.0,
             loss: None,
+            alpha: 0.5,
+            huber_delta: 1.0,
+            tweedie_power: 1.5,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
         }
@@ -327,35 +405,43 @@ impl BoostingParams {
     }
 
     /// The loss for a task with `n_classes` classes, checking an explicit
-    /// choice; a single class takes softmax (one output) whatever the choice.
+    /// choice and giving it its parameters; a single class takes softmax (one
+    /// output) whatever the classification loss chosen.
     pub fn resolve_loss(&self, task: Task, n_classes: usize) -> Result<Loss> {
         let natural = match (task, n_classes) {
             (Task::Regression, _) => Loss::Squared,
             (Task::Classification, 2) => Loss::Logistic,
             (Task::Classification, _) => Loss::Softmax,
         };
-        match (self.loss, task) {
-            (None, _) => Ok(natural),
-            // A single class has one output, whose probability is 1 under any
-            // classification loss: softmax is the one that has a single output.
-            (Some(Loss::Logistic | Loss::Softmax), Task::Classification) if n_classes == 1 => Ok(Loss::Softmax),
-            (Some(Loss::Squared), Task::Regression) => Ok(Loss::Squared),
-            (Some(Loss::Logistic), Task::Classification) if n_classes == 2 => Ok(Loss::Logistic),
-            (Some(Loss::Softmax), Task::Classification) => Ok(Loss::Softmax),
-            (Some(loss), _) => Err(invalid(
+        let Some(chosen) = self.loss else { return Ok(natural) };
+        let fits = match task {
+            Task::Regression => !chosen.is_classification(),
+            Task::Classification => chosen == Loss::Softmax || chosen == Loss::Logistic && n_classes <= 2,
+        };
+        if !fits {
+            return Err(invalid(
                 "loss",
                 format!(
                     "{} does not fit a {} task with {n_classes} classes; use {}",
-                    loss.name(),
+                    chosen.name(),
                     task.name(),
                     match task {
-                        Task::Regression => "squared",
+                        Task::Regression => "squared, quantile, huber, absolute, poisson, gamma or tweedie",
                         Task::Classification if n_classes == 2 => "logistic or softmax",
                         Task::Classification => "softmax",
                     }
                 ),
-            )),
+            ));
         }
+        Ok(match chosen {
+            // A single class has one output, whose probability is 1 under any
+            // classification loss: softmax is the one that has a single output.
+            Loss::Logistic if n_classes == 1 => Loss::Softmax,
+            Loss::Quantile { .. } => Loss::Quantile { alpha: self.alpha },
+            Loss::Huber { .. } => Loss::Huber { delta: self.huber_delta },
+            Loss::Tweedie { .. } => Loss::Tweedie { power: self.tweedie_power },
+            loss => loss,
+        })
     }
 }
 

@@ -75,6 +75,9 @@ fn boost(
         Target::Classes(labels) => LossTarget::Classes(labels),
         Target::Values(y) => LossTarget::Values(y),
     };
+    if let LossTarget::Values(y) = &target {
+        loss.check_labels(&data.label.name, y)?;
+    }
 
     let (mut train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?;
     let n_sampled = ((bp.tree.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
@@ -187,6 +190,11 @@ fn boost(
                 round_trees.extend(grown);
             }
         }
+        if let (true, LossTarget::Values(y)) = (loss.refits_leaves(), &target) {
+            for grown in &mut round_trees {
+                refit_leaves(grown, loss, y, &raw, weight, bp.learning_rate);
+            }
+        }
         for grown in &round_trees {
             for (g, acc) in grown.gain_per_feature.iter().zip(gain_per_feature.iter_mut()) {
                 *acc += g;
@@ -286,6 +294,15 @@ impl DerivativeBuffers {
         } else {
             DerivativeBuffers::Packed(Vec::new())
         }
+    }
+}
+
+/// Sets each leaf of a tree grown under a re-fitted loss
+/// ([`Loss::refits_leaves`]) to the quantile of its rows' residuals under
+/// the scores before the tree (`raw`, one per row), shrunk by the learning rate.
+fn refit_leaves(grown: &mut GrownTree, loss: Loss, y: &[f64], raw: &[f64], weight: RowWeights<'_>, shrink: f64) {
+    for (offset, range) in &grown.leaves {
+        grown.tree.values[*offset] = shrink * loss.refit_leaf(y, raw, &grown.rows[range.clone()], weight);
     }
 }
 

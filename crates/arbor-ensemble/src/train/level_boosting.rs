@@ -128,6 +128,12 @@ impl LevelBoosting {
         if params.algorithm.0 != Algorithm::GradientBoosting {
             return Some("only gradient boosting is trained level by level".into());
         }
+        if let Some(loss) = bp.loss.filter(|l| l.refits_leaves()) {
+            return Some(format!(
+                "loss={} re-fits each leaf to a quantile of its rows' residuals, which needs every row on one node",
+                loss.name()
+            ));
+        }
         let reason = if bp.early_stopping_rounds > 0 {
             "early_stopping_rounds"
         } else if bp.tree.sample_fraction < 1.0 {
@@ -300,6 +306,9 @@ impl LevelBoosting {
             ShardLabels::Classes(labels) => LossTarget::Classes(labels),
             ShardLabels::Values(y) => LossTarget::Values(y),
         };
+        if let LossTarget::Values(y) = &target {
+            self.loss.check_labels(&self.label.name, y)?;
+        }
         let outputs = self.outputs;
         let raw = shard.raw_scores(&self.base_score, &self.trees);
         let mut proba = Vec::new();
@@ -649,6 +658,61 @@ mod tests {
             assert_eq!(whole.to_bytes(), pieces.to_bytes(), "{options} {label}");
             assert_eq!(whole.trees().len(), if label == "y" { 8 } else { 12 });
         }
+    }
+
+    /// `table(n)` with `count`, a label of whole numbers >= 0 made from `y`
+    /// (for the log-link losses, which refuse negative labels).
+    fn with_counts(batch: &RecordBatch) -> RecordBatch {
+        let y = batch.column_by_name("y").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+        let counts: Float64Array = y.values().iter().map(|v| Some((v / 4.0).max(0.0).round())).collect();
+        let mut fields: Vec<_> = batch.schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(arrow::datatypes::Field::new("count", arrow::datatypes::DataType::Float64, false)));
+        let mut columns = batch.columns().to_vec();
+        columns.push(Arc::new(counts));
+        RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).unwrap()
+    }
+
+    /// The regression losses beyond squared error train level by level as
+    /// they do on one node: pieces in any order give the same bytes, and the
+    /// fit is one node's within a hundredth; the leaf-refitting losses train
+    /// on one node; a label a loss refuses fails by name on the pieces too.
+    #[test]
+    fn other_losses_train_level_by_level() {
+        let batch = with_counts(&table(3000));
+        for (options, label) in [
+            ("algorithm=gradient-boosting n_rounds=6 loss=huber huber_delta=2", "y"),
+            ("algorithm=gradient-boosting n_rounds=6 loss=poisson", "count"),
+            ("algorithm=gradient-boosting n_rounds=6 loss=tweedie tweedie_power=1.2", "count"),
+        ] {
+            let whole = train_in_pieces(options, label, &batch, &[(0, 3000)]);
+            let pieces = train_in_pieces(options, label, &batch, &[(2100, 900), (0, 1234), (1234, 866)]);
+            assert_eq!(whole.to_bytes(), pieces.to_bytes(), "{options}");
+            let single = trainer(options, label).fit(std::slice::from_ref(&batch)).unwrap();
+            let loss = single.boosting().unwrap().loss;
+            assert_eq!(whole.boosting().unwrap().loss, loss, "{options}");
+            let truth = batch.column_by_name(label).unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+            let rows: Vec<u32> = (0..3000).collect();
+            let deviance = |model: &Model| {
+                let predicted = model.score(&batch).unwrap();
+                // Back to raw scores: the log links predict exp(raw).
+                let raw: Vec<f64> =
+                    predicted.values().iter().map(|&p| if loss.is_log_link() { p.ln() } else { p }).collect();
+                loss.value(&LossTarget::Values(truth.values()), &rows, RowWeights::Ones, &raw, 1)
+            };
+            let (a, b) = (deviance(&single), deviance(&whole));
+            assert!((a - b).abs() <= 0.01 * a, "{options}: one node {a}, level by level {b}");
+        }
+        for loss in ["quantile", "absolute"] {
+            let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting loss={loss}")).unwrap();
+            let reason = LevelBoosting::unsupported(&params).unwrap();
+            assert!(reason.contains(&format!("loss={loss} re-fits each leaf")), "{reason}");
+        }
+        let trainer = trainer("algorithm=gradient-boosting n_rounds=2 loss=poisson", "y");
+        let params = trainer.params().check().unwrap();
+        let piece = trainer.training_data(vec![batch.clone()]).unwrap();
+        let Ok(state) = begin(&params, LevelSummary::of(&piece)) else { panic!("grows") };
+        let err = state.histograms(&piece).unwrap_err().to_string();
+        assert!(err.contains("label 'y': loss=poisson needs labels >= 0"), "{err}");
     }
 
     /// On rows fewer than the bin sample, bins are the single-node bins and

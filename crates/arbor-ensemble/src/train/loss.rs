@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use arbor_kernels::RowStats;
 
-use crate::Loss;
+use crate::{ArborError, Loss, Result};
 
 /// Rows per parallel work unit of the per-row passes.
 const PARALLEL_CHUNK: usize = 16384;
@@ -15,6 +15,10 @@ const PARALLEL_CHUNK: usize = 16384;
 const MIN_HESSIAN: f64 = 1e-16;
 /// Probabilities are clamped this far from 0 and 1 in log losses and log-odds.
 const EPS: f64 = 1e-15;
+/// LightGBM's and XGBoost's `max_delta_step` for the Poisson loss: the
+/// hessian is taken at `raw + 0.7`, which halves each Newton step on counts
+/// and keeps the first rounds from running off where a leaf's counts are 0.
+pub(crate) const POISSON_MAX_DELTA_STEP: f64 = 0.7;
 
 /// The training target as the losses read it.
 pub(crate) enum LossTarget<'a> {
@@ -116,6 +120,22 @@ impl<'a> Derivatives<'a> {
             let w = weight.get(r);
             let (g, h) = match (loss, target) {
                 (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
+                (Loss::Quantile { alpha }, LossTarget::Values(y)) => {
+                    (if raw[r] >= y[r] { 1.0 - alpha } else { -alpha }, 1.0)
+                }
+                (Loss::Absolute, LossTarget::Values(y)) => (sign(raw[r] - y[r]), 1.0),
+                (Loss::Huber { delta }, LossTarget::Values(y)) => ((raw[r] - y[r]).clamp(-delta, delta), 1.0),
+                (Loss::Poisson, LossTarget::Values(y)) => {
+                    (raw[r].exp() - y[r], (raw[r] + POISSON_MAX_DELTA_STEP).exp())
+                }
+                (Loss::Gamma, LossTarget::Values(y)) => {
+                    let ratio = y[r] * (-raw[r]).exp();
+                    (1.0 - ratio, ratio)
+                }
+                (Loss::Tweedie { power }, LossTarget::Values(y)) => {
+                    let (a, b) = (((1.0 - power) * raw[r]).exp(), ((2.0 - power) * raw[r]).exp());
+                    (b - y[r] * a, (2.0 - power) * b - (1.0 - power) * y[r] * a)
+                }
                 (Loss::Logistic, LossTarget::Classes(labels)) => {
                     return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
                 }
@@ -155,8 +175,10 @@ impl<'a> Derivatives<'a> {
 }
 
 impl Loss {
-    /// The raw score before any tree: the weighted mean for squared error,
-    /// the log-odds of class 1 for logistic, log class priors for softmax.
+    /// The raw score before any tree: the weighted mean for squared error
+    /// and Huber, the weighted quantile (median) for quantile (absolute)
+    /// loss, the log of the weighted mean for the log links, the log-odds of
+    /// class 1 for logistic, log class priors for softmax.
     pub(crate) fn base_score(
         self,
         target: &LossTarget<'_>,
@@ -166,9 +188,17 @@ impl Loss {
     ) -> Vec<f64> {
         let total: f64 = rows.iter().map(|&r| weight.get(r as usize)).sum();
         match (self, target) {
-            (Loss::Squared, LossTarget::Values(y)) => {
+            (Loss::Quantile { alpha }, LossTarget::Values(y)) => {
+                vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), alpha)]
+            }
+            (Loss::Absolute, LossTarget::Values(y)) => {
+                vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), 0.5)]
+            }
+            (_, LossTarget::Values(y)) => {
                 let sum: f64 = rows.iter().map(|&r| weight.get(r as usize) * y[r as usize]).sum();
-                vec![sum / total]
+                let mean = sum / total;
+                // The labels were checked (`check_labels`): a log link's mean is positive.
+                vec![if self.is_log_link() { mean.max(EPS).ln() } else { mean }]
             }
             (_, LossTarget::Classes(labels)) => {
                 let n_classes = if self == Loss::Logistic { 2 } else { outputs };
@@ -182,8 +212,45 @@ impl Loss {
                     _ => p.iter().map(|p| p.ln()).collect(),
                 }
             }
-            (_, LossTarget::Values(_)) => unreachable!("a classification loss is resolved only for class labels"),
         }
+    }
+
+    /// Checks the labels a regression loss reads: counts and claims (Poisson,
+    /// Tweedie) must be `>= 0` with a positive mean, Gamma's labels `> 0`.
+    /// The error names the label column, the loss and the first bad value.
+    pub(crate) fn check_labels(self, label: &str, y: &[f64]) -> Result<()> {
+        let (admits, needs): (fn(f64) -> bool, &str) = match self {
+            Loss::Poisson | Loss::Tweedie { .. } => (|v| v >= 0.0, ">= 0"),
+            Loss::Gamma => (|v| v > 0.0, "> 0"),
+            _ => return Ok(()),
+        };
+        if let Some(bad) = y.iter().find(|&&v| !admits(v)) {
+            return Err(ArborError::Data(format!(
+                "label '{label}': loss={} needs labels {needs}, found {bad}",
+                self.name()
+            )));
+        }
+        if !y.iter().any(|&v| v > 0.0) {
+            return Err(ArborError::Data(format!(
+                "label '{label}': loss={} needs a positive label somewhere (every label is 0, \
+                 so the mean has no logarithm)",
+                self.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value a leaf of a re-fitted loss ([`Loss::refits_leaves`]) takes
+    /// before shrinkage: the weighted quantile (median for absolute error) of
+    /// its rows' residuals `y - raw`, as LightGBM renews its quantile and L1
+    /// leaves. Zero for a leaf of no rows.
+    pub(crate) fn refit_leaf(self, y: &[f64], raw: &[f64], rows: &[u32], weight: RowWeights<'_>) -> f64 {
+        let level = match self {
+            Loss::Quantile { alpha } => alpha,
+            _ => 0.5,
+        };
+        let residuals = rows.iter().map(|&r| (y[r as usize] - raw[r as usize], weight.get(r as usize)));
+        weighted_quantile(residuals, level)
     }
 
     /// The derivatives of output `output` for each row in `rows`
@@ -208,17 +275,20 @@ impl Loss {
     #[inline]
     pub(crate) fn link(self, raw: &[f64], out: &mut [f64]) {
         match self {
-            Loss::Squared => out[0] = raw[0],
             Loss::Logistic => {
                 let p = sigmoid(raw[0]);
                 out[0] = 1.0 - p;
                 out[1] = p;
             }
             Loss::Softmax => softmax(raw, out),
+            loss if loss.is_log_link() => out[0] = raw[0].exp(),
+            _ => out[0] = raw[0],
         }
     }
 
-    /// Mean loss over `rows` (weighted): squared error, or the log loss.
+    /// Mean loss over `rows` (weighted), in the loss's metric
+    /// ([`Loss::metric`]): squared error, log loss, pinball loss, absolute
+    /// error, Huber loss, or the Poisson, Gamma or Tweedie deviance.
     pub(crate) fn value(
         self,
         target: &LossTarget<'_>,
@@ -235,12 +305,11 @@ impl Loss {
             for &r in chunk {
                 let r = r as usize;
                 let loss = match (self, target) {
-                    (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r]).powi(2),
+                    (_, LossTarget::Values(y)) => self.row_loss(y[r], raw[r]),
                     (_, LossTarget::Classes(labels)) => {
                         self.link(&raw[r * outputs..(r + 1) * outputs], &mut p);
                         -p[labels[r] as usize].clamp(EPS, 1.0).ln()
                     }
-                    _ => unreachable!("the loss was resolved for this target"),
                 };
                 total += weight.get(r) * loss;
                 weight_sum += weight.get(r);
@@ -255,6 +324,77 @@ impl Loss {
             0.0
         }
     }
+
+    /// One regression row's loss (label `y`, raw score `raw`) in the loss's metric.
+    #[inline]
+    fn row_loss(self, y: f64, raw: f64) -> f64 {
+        match self {
+            Loss::Quantile { alpha } => {
+                let d = y - raw;
+                if d >= 0.0 {
+                    alpha * d
+                } else {
+                    (alpha - 1.0) * d
+                }
+            }
+            Loss::Absolute => (y - raw).abs(),
+            Loss::Huber { delta } => {
+                let d = (y - raw).abs();
+                if d <= delta {
+                    0.5 * d * d
+                } else {
+                    delta * (d - 0.5 * delta)
+                }
+            }
+            Loss::Poisson => {
+                let mu = raw.exp();
+                let y_log = if y > 0.0 { y * (y / mu).ln() } else { 0.0 };
+                2.0 * (y_log - y + mu)
+            }
+            Loss::Gamma => {
+                let mu = raw.exp();
+                2.0 * ((mu / y).ln() + y / mu - 1.0)
+            }
+            Loss::Tweedie { power: p } => {
+                let y_term = if y > 0.0 { y.powf(2.0 - p) / ((1.0 - p) * (2.0 - p)) } else { 0.0 };
+                2.0 * (y_term - y * ((1.0 - p) * raw).exp() / (1.0 - p) + ((2.0 - p) * raw).exp() / (2.0 - p))
+            }
+            _ => (raw - y).powi(2),
+        }
+    }
+}
+
+/// The sign of `d`, 0 at 0 (absolute error's gradient, as LightGBM takes it).
+#[inline]
+fn sign(d: f64) -> f64 {
+    if d > 0.0 {
+        1.0
+    } else if d < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// The weighted `level`-quantile of `(value, weight)` pairs: the smallest
+/// value whose share of the total weight at or below it reaches `level`
+/// (the lower median for 0.5 over an even count; 0 for no weight).
+pub(crate) fn weighted_quantile(pairs: impl Iterator<Item = (f64, f64)>, level: f64) -> f64 {
+    let mut pairs: Vec<(f64, f64)> = pairs.filter(|&(_, w)| w > 0.0).collect();
+    if pairs.is_empty() {
+        return 0.0;
+    }
+    pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let total: f64 = pairs.iter().map(|&(_, w)| w).sum();
+    let goal = level * total;
+    let mut seen = 0.0;
+    for &(v, w) in &pairs {
+        seen += w;
+        if seen >= goal {
+            return v;
+        }
+    }
+    pairs[pairs.len() - 1].0
 }
 
 /// The logistic link of prediction, on the C library's `exp`. Training's
@@ -298,18 +438,84 @@ mod tests {
                     r[k] += d;
                     loss.value(&target, &rows, RowWeights::Given(&w), &r, outputs)
                 };
-                // squared error's value is (f - y)², so its gradient is half the derivative
-                let scale = if loss == Loss::Squared { 0.5 } else { 1.0 };
+                // Squared error and the deviances are twice the loss whose gradient is taken.
+                let halved = loss == Loss::Squared || loss.is_log_link();
+                let scale = if halved { 0.5 } else { 1.0 };
                 let numeric_g = scale * (at(eps) - at(-eps)) / (2.0 * eps);
                 assert!((g[0] - numeric_g).abs() < 1e-6, "{loss:?} grad {} vs {numeric_g}", g[0]);
+                if loss.refits_leaves() {
+                    // A piecewise linear loss: a constant hessian, its leaves re-fitted.
+                    assert_eq!(h[0], 1.0, "{loss:?} hess");
+                    continue;
+                }
                 let numeric_h = scale * (at(eps) - 2.0 * at(0.0) + at(-eps)) / (eps * eps);
-                let factor = if loss == Loss::Softmax { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
-                assert!((h[0] - factor * numeric_h).abs() < 1e-3, "{loss:?} hess {} vs {numeric_h}", h[0]);
+                let factor = match loss {
+                    Loss::Softmax => outputs as f64 / (outputs as f64 - 1.0),
+                    Loss::Poisson => POISSON_MAX_DELTA_STEP.exp(),
+                    _ => 1.0,
+                };
+                let tolerance = 1e-3 * numeric_h.abs().max(1.0);
+                assert!((h[0] - factor * numeric_h).abs() < tolerance, "{loss:?} hess {} vs {numeric_h}", h[0]);
             }
         };
         check(Loss::Squared, LossTarget::Values(&[1.5]), 1, vec![0.25]);
         check(Loss::Logistic, LossTarget::Classes(&[1]), 1, vec![0.3]);
         check(Loss::Softmax, LossTarget::Classes(&[2]), 3, vec![0.1, -0.4, 0.7]);
+        for raw in [-0.8, 0.25, 2.4] {
+            check(Loss::Quantile { alpha: 0.9 }, LossTarget::Values(&[1.5]), 1, vec![raw]);
+            check(Loss::Quantile { alpha: 0.1 }, LossTarget::Values(&[1.5]), 1, vec![raw]);
+            check(Loss::Absolute, LossTarget::Values(&[1.5]), 1, vec![raw]);
+            check(Loss::Poisson, LossTarget::Values(&[3.0]), 1, vec![raw]);
+            check(Loss::Poisson, LossTarget::Values(&[0.0]), 1, vec![raw]);
+            check(Loss::Gamma, LossTarget::Values(&[2.5]), 1, vec![raw]);
+            for power in [1.1, 1.5, 1.9] {
+                check(Loss::Tweedie { power }, LossTarget::Values(&[2.0]), 1, vec![raw]);
+                check(Loss::Tweedie { power }, LossTarget::Values(&[0.0]), 1, vec![raw]);
+            }
+        }
+        // Huber inside its delta (squared) and beyond it (linear, whose hessian stays 1).
+        check(Loss::Huber { delta: 1.0 }, LossTarget::Values(&[1.5]), 1, vec![1.2]);
+        let (mut g, mut h) = ([0.0], [0.0]);
+        let target = LossTarget::Values(&[1.5]);
+        Loss::Huber { delta: 1.0 }
+            .derivatives(&target, &rows, RowWeights::Ones, &[4.0], &[], 0, 1)
+            .write(&mut g, &mut h);
+        assert_eq!((g[0], h[0]), (1.0, 1.0));
+    }
+
+    /// The weighted quantile is the smallest value whose weight at or below
+    /// it reaches the level, and a leaf's re-fit is the quantile of its residuals.
+    #[test]
+    fn quantiles_are_weighted_and_leaves_refit_to_residuals() {
+        let q = |pairs: &[(f64, f64)], level| weighted_quantile(pairs.iter().copied(), level);
+        assert_eq!(q(&[(3.0, 1.0), (1.0, 1.0), (2.0, 1.0)], 0.5), 2.0);
+        assert_eq!(q(&[(1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (4.0, 1.0)], 0.5), 2.0);
+        assert_eq!(q(&[(1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (4.0, 1.0)], 0.9), 4.0);
+        assert_eq!(q(&[(1.0, 1.0), (2.0, 1.0), (3.0, 1.0), (4.0, 1.0)], 0.1), 1.0);
+        // A heavy row pulls the median to itself; weightless rows count for nothing.
+        assert_eq!(q(&[(1.0, 1.0), (2.0, 1.0), (9.0, 5.0), (-7.0, 0.0)], 0.5), 9.0);
+        assert_eq!(q(&[], 0.5), 0.0);
+        let y = [10.0, 0.0, 5.0, 7.0, 1.0];
+        let raw = [1.0, 0.0, 1.0, 1.0, 0.0];
+        // Residuals of rows 0, 2, 3: 9, 4, 6.
+        assert_eq!(Loss::Absolute.refit_leaf(&y, &raw, &[0, 2, 3], RowWeights::Ones), 6.0);
+        assert_eq!(Loss::Quantile { alpha: 0.9 }.refit_leaf(&y, &raw, &[0, 2, 3], RowWeights::Ones), 9.0);
+        let every = [0, 1, 2, 3, 4];
+        let base = Loss::Quantile { alpha: 0.25 }.base_score(&LossTarget::Values(&y), &every, RowWeights::Ones, 1);
+        assert_eq!(base, vec![1.0]);
+        let log_mean = Loss::Poisson.base_score(&LossTarget::Values(&y), &every, RowWeights::Ones, 1);
+        assert!((log_mean[0] - 4.6f64.ln()).abs() < 1e-12);
+    }
+
+    /// Labels a loss cannot take are refused by name, with the value found.
+    #[test]
+    fn labels_outside_a_loss_are_refused() {
+        let err = |loss: Loss, y: &[f64]| loss.check_labels("claims", y).unwrap_err().to_string();
+        assert!(err(Loss::Poisson, &[1.0, -2.0]).contains("label 'claims': loss=poisson needs labels >= 0, found -2"));
+        assert!(err(Loss::Gamma, &[1.0, 0.0]).contains("loss=gamma needs labels > 0, found 0"));
+        assert!(err(Loss::Tweedie { power: 1.5 }, &[0.0, 0.0]).contains("positive label"));
+        assert!(Loss::Tweedie { power: 1.5 }.check_labels("claims", &[0.0, 3.0]).is_ok());
+        assert!(Loss::Quantile { alpha: 0.5 }.check_labels("claims", &[-4.0]).is_ok());
     }
 
     /// The packed derivatives are those of `Derivatives::write`, bit for bit, with a

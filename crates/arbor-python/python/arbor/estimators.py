@@ -365,6 +365,9 @@ class _Boosting(_ArborEstimator):
         max_bins=256,
         min_bin_size=5,
         loss=None,
+        alpha=None,
+        huber_delta=None,
+        tweedie_power=None,
         early_stopping_rounds=0,
         validation_fraction=0.1,
         importance="mdi",
@@ -384,6 +387,9 @@ class _Boosting(_ArborEstimator):
         self.max_bins = max_bins
         self.min_bin_size = min_bin_size
         self.loss = loss
+        self.alpha = alpha
+        self.huber_delta = huber_delta
+        self.tweedie_power = tweedie_power
         self.early_stopping_rounds = early_stopping_rounds
         self.validation_fraction = validation_fraction
         self.importance = importance
@@ -410,4 +416,10 @@ class GradientBoostingClassifier(_Classifier, _Boosting):
 
 
 class GradientBoostingRegressor(_Regressor, _Boosting):
-    """Gradient boosted trees for regression (squared loss unless ``loss`` says otherwise)."""
+    """Gradient boosted trees for regression (squared loss unless ``loss`` says otherwise).
+
+    ``loss`` takes ``quantile`` (with ``alpha``), ``huber`` (with
+    ``huber_delta``), ``absolute``, ``poisson``, ``gamma`` or ``tweedie``
+    (with ``tweedie_power``); the log-link losses predict ``exp`` of the raw
+    score, which ``predict_contributions`` explains.
+    """

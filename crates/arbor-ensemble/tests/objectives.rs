@@ -1,0 +1,141 @@
+//! The regression losses beyond squared error on the bundled data, against
+//! LightGBM's and XGBoost's held-out metrics with the same settings
+//! (`benches/peers/objectives.py`: 100 rounds, depth 6, learning rate 0.1,
+//! lambda 1, 256 bins, 5 rows per leaf; xgboost 3.2.0, lightgbm 4.7.0), and
+//! what each loss promises: log-link predictions are `exp` of the raw score
+//! the contributions explain, a quantile model covers its share of the rows,
+//! labels a loss cannot take are refused by name, and the same rows give the
+//! same bytes on any number of threads.
+
+mod common;
+
+use arbor_ensemble::{Loss, Model, TrainParams, Trainer};
+use arrow::array::{AsArray, Float64Array, RecordBatch};
+use arrow::datatypes::Float64Type;
+
+/// A bundled set, whole.
+fn read(name: &str) -> RecordBatch {
+    common::read_file(&common::data_path(name))
+}
+
+/// The peer table's settings and `options`.
+fn fit(batch: &RecordBatch, options: &str) -> Model {
+    let options = format!(
+        "algorithm=gradient-boosting n_rounds=100 max_depth=6 learning_rate=0.1 lambda=1 min_samples_leaf=5 {options}"
+    );
+    Trainer::new(TrainParams::parse_options(&options).unwrap()).label("label").fit(batch).unwrap()
+}
+
+fn labels(batch: &RecordBatch) -> Vec<f64> {
+    batch.column_by_name("label").unwrap().as_primitive::<Float64Type>().values().to_vec()
+}
+
+/// The mean of `per_row(label, prediction)` over the test rows.
+fn mean_over(model: &Model, test: &RecordBatch, per_row: impl Fn(f64, f64) -> f64) -> f64 {
+    let predicted = model.score(test).unwrap();
+    let y = labels(test);
+    predicted.values().iter().zip(&y).map(|(&p, &y)| per_row(y, p)).sum::<f64>() / y.len() as f64
+}
+
+fn poisson_deviance(y: f64, mu: f64) -> f64 {
+    let y_log = if y > 0.0 { y * (y / mu).ln() } else { 0.0 };
+    2.0 * (y_log - y + mu)
+}
+
+/// LightGBM 0.32399, XGBoost 0.32392; arbor 0.32397 (between them).
+#[test]
+fn poisson_counts_match_the_peers() {
+    let model = fit(&read("counts_reg_train.parquet"), "loss=poisson");
+    assert_eq!(model.boosting().unwrap().loss, Loss::Poisson);
+    let test = read("counts_reg_test.parquet");
+    let deviance = mean_over(&model, &test, poisson_deviance);
+    assert!(deviance <= 0.32400, "Poisson deviance {deviance}");
+    // Predictions are means: positive, exp of the raw score the contributions sum to.
+    let predicted = model.score(&test.slice(0, 200)).unwrap();
+    let contributions = model.contributions(&test.slice(0, 200)).unwrap();
+    for (row, &mu) in predicted.values().iter().enumerate() {
+        assert!(mu > 0.0);
+        let raw: f64 = contributions.row(row).iter().sum();
+        assert!((raw.exp() - mu).abs() <= 1e-9 * mu, "row {row}: exp({raw}) vs {mu}");
+    }
+}
+
+/// Total claims, 94% zeros: LightGBM 75.33, XGBoost 75.80; arbor 75.06.
+#[test]
+fn tweedie_claims_match_the_peers() {
+    let model = fit(&read("claims_reg_train.parquet"), "loss=tweedie tweedie_power=1.5");
+    assert_eq!(model.boosting().unwrap().loss, Loss::Tweedie { power: 1.5 });
+    let p = 1.5;
+    let deviance = mean_over(&model, &read("claims_reg_test.parquet"), |y, mu| {
+        let y_term = if y > 0.0 { y.powf(2.0 - p) / ((1.0 - p) * (2.0 - p)) } else { 0.0 };
+        2.0 * (y_term - y * mu.powf(1.0 - p) / (1.0 - p) + mu.powf(2.0 - p) / (2.0 - p))
+    });
+    assert!(deviance <= 75.33, "Tweedie deviance {deviance}");
+}
+
+/// Claim severity: LightGBM 0.5322, XGBoost 0.5318; arbor 0.5306.
+#[test]
+fn gamma_severity_matches_the_peers() {
+    let model = fit(&read("severity_reg_train.parquet"), "loss=gamma");
+    let deviance = mean_over(&model, &read("severity_reg_test.parquet"), |y, mu| 2.0 * ((mu / y).ln() + y / mu - 1.0));
+    assert!(deviance <= 0.5318, "Gamma deviance {deviance}");
+}
+
+/// Arrival delays at the 0.9 quantile: pinball loss LightGBM 3.2267, XGBoost
+/// 3.2662, arbor 3.1889; the prediction covers about 90% of the test rows.
+/// The median (absolute error: LightGBM MAE 11.826, XGBoost 12.022, arbor
+/// 11.798) and Huber (delta 10: LightGBM 102.24, arbor 102.07) too.
+#[test]
+fn robust_and_quantile_losses_on_flight_delays() {
+    let train = read("flights_reg_train.parquet");
+    let test = read("flights_reg_test.parquet");
+    let alpha = 0.9;
+    let quantile = fit(&train, "loss=quantile alpha=0.9");
+    let pinball = mean_over(&quantile, &test, |y, q| if y >= q { alpha * (y - q) } else { (alpha - 1.0) * (y - q) });
+    assert!(pinball <= 3.2267, "pinball loss {pinball}");
+    let coverage = mean_over(&quantile, &test, |y, q| f64::from(y <= q));
+    assert!((0.88..=0.92).contains(&coverage), "coverage {coverage}");
+    // The median model lies below the 0.9 quantile model on most rows.
+    let median = fit(&train, "loss=absolute");
+    let mae = mean_over(&median, &test, |y, m| (y - m).abs());
+    assert!(mae <= 11.826, "MAE {mae}");
+    let (q, m) = (quantile.score(&test).unwrap(), median.score(&test).unwrap());
+    let below = q.values().iter().zip(m.values()).filter(|(q, m)| m <= q).count() as f64 / test.num_rows() as f64;
+    assert!(below > 0.95, "the median is below the 0.9 quantile on {below} of the rows");
+    let huber = fit(&train, "loss=huber huber_delta=10");
+    let delta = 10.0;
+    let loss = mean_over(&huber, &test, |y, f| {
+        let d = (y - f).abs();
+        if d <= delta {
+            0.5 * d * d
+        } else {
+            delta * (d - 0.5 * delta)
+        }
+    });
+    assert!(loss <= 102.24, "Huber loss {loss}");
+}
+
+/// Labels a loss cannot take fail by the label's name and the value; a
+/// model trained twice, or on two threads and one, is the same bytes.
+#[test]
+fn bad_labels_are_named_and_models_are_deterministic() {
+    let train = read("severity_reg_train.parquet").slice(0, 3000);
+    let y = labels(&train);
+    let shifted: Float64Array = y.iter().map(|v| Some(v - 3000.0)).collect();
+    let mut columns = train.columns().to_vec();
+    let at = train.schema().index_of("label").unwrap();
+    columns[at] = std::sync::Arc::new(shifted);
+    let negative = RecordBatch::try_new(train.schema(), columns).unwrap();
+    for loss in ["poisson", "gamma", "tweedie"] {
+        let params = TrainParams::parse_options(&format!("algorithm=gradient-boosting loss={loss}")).unwrap();
+        let err = Trainer::new(params).label("label").fit(&negative).unwrap_err().to_string();
+        assert!(err.contains(&format!("label 'label': loss={loss} needs labels")), "{err}");
+    }
+    for options in ["loss=quantile alpha=0.3 n_rounds=5", "loss=gamma n_rounds=5", "loss=huber n_rounds=5"] {
+        let once = fit(&train, options).to_bytes();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let alone = pool.install(|| fit(&train, options).to_bytes());
+        assert_eq!(once, alone, "{options}: one thread and many");
+        assert_eq!(Model::from_bytes(&once).unwrap().to_bytes(), once, "{options}: round trip");
+    }
+}
