@@ -239,9 +239,10 @@ pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
     }
 }
 
-/// Whether the chosen loss is named `name` (a loss parameter is recorded with its loss only).
-fn loss_is(p: &TrainParams, name: &str) -> bool {
-    p.boosting.loss.is_some_and(|l| l.name() == name)
+/// Whether the loss parameter `key` belongs to the chosen loss ([`loss_of_parameter`]):
+/// it is recorded, and may be given, with its loss only.
+pub(crate) fn with_its_loss(p: &TrainParams, key: &str) -> bool {
+    loss_of_parameter(key).is_some_and(|owner| p.boosting.loss.is_some_and(|l| l.name() == owner))
 }
 
 /// Every option key, in the order reports list them (a forest's records
@@ -665,7 +666,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, k| ALPHA.number(k, p.boosting.alpha),
         value: |r| r.params.boosting.alpha.to_string(),
-        recorded: |p| loss_is(p, "quantile"),
+        recorded: |p| with_its_loss(p, "alpha"),
     },
     KeySpec {
         name: "huber_delta",
@@ -678,7 +679,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, k| HUBER_DELTA.number(k, p.boosting.huber_delta),
         value: |r| r.params.boosting.huber_delta.to_string(),
-        recorded: |p| loss_is(p, "huber"),
+        recorded: |p| with_its_loss(p, "huber_delta"),
     },
     KeySpec {
         name: "tweedie_power",
@@ -691,7 +692,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         },
         check: |p, k| TWEEDIE_POWER.number(k, p.boosting.tweedie_power),
         value: |r| r.params.boosting.tweedie_power.to_string(),
-        recorded: |p| loss_is(p, "tweedie"),
+        recorded: |p| with_its_loss(p, "tweedie_power"),
     },
     KeySpec {
         name: "early_stopping_rounds",

@@ -4,7 +4,9 @@
 //! table of keys.
 
 use crate::params::checked::CheckedParams;
-use crate::params::keys::{key_spec, loss_of_parameter, Applies, Report, BOOSTING_RECORD_ORDER, KEYS, OPTION_KEYS};
+use crate::params::keys::{
+    key_spec, loss_of_parameter, with_its_loss, Applies, Report, BOOSTING_RECORD_ORDER, KEYS, OPTION_KEYS,
+};
 use crate::params::rules::invalid;
 use crate::params::types::{Algorithm, CriterionKind, ImportanceKind, Loss, Task, TrainParams, Voting};
 use crate::{ArborError, Result};
@@ -112,7 +114,7 @@ impl TrainParams {
             }
             for key in &self.explicit {
                 let Some(owner) = loss_of_parameter(key) else { continue };
-                if self.boosting.loss.is_none_or(|l| l.name() != owner) {
+                if !with_its_loss(self, key) {
                     let chosen = self.boosting.loss.map_or("the default", |l| l.name());
                     return Err(invalid(key, format!("applies to loss={owner} only; the loss is {chosen}")));
                 }

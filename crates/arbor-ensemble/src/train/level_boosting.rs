@@ -277,8 +277,13 @@ impl LevelBoosting {
     }
 
     /// A piece's rows prepared for every level's histograms ([`LevelShard`]).
+    /// Its labels are checked against the loss here, once a shard, not every round.
     pub(crate) fn shard(&self, data: &TrainingData) -> Result<LevelShard> {
-        LevelShard::new(&self.features, &self.label, data, false)
+        let shard = LevelShard::new(&self.features, &self.label, data, false)?;
+        if let ShardLabels::Values(y) = &shard.labels {
+            self.loss.check_labels(&self.label.name, y)?;
+        }
+        Ok(shard)
     }
 
     /// [`LevelBoosting::histograms`] over a prepared piece, whose scores
@@ -306,9 +311,6 @@ impl LevelBoosting {
             ShardLabels::Classes(labels) => LossTarget::Classes(labels),
             ShardLabels::Values(y) => LossTarget::Values(y),
         };
-        if let LossTarget::Values(y) = &target {
-            self.loss.check_labels(&self.label.name, y)?;
-        }
         let outputs = self.outputs;
         let raw = shard.raw_scores(&self.base_score, &self.trees);
         let mut proba = Vec::new();

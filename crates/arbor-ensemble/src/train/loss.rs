@@ -188,11 +188,8 @@ impl Loss {
     ) -> Vec<f64> {
         let total: f64 = rows.iter().map(|&r| weight.get(r as usize)).sum();
         match (self, target) {
-            (Loss::Quantile { alpha }, LossTarget::Values(y)) => {
-                vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), alpha)]
-            }
-            (Loss::Absolute, LossTarget::Values(y)) => {
-                vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), 0.5)]
+            (_, LossTarget::Values(y)) if self.refits_leaves() => {
+                vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), self.level())]
             }
             (_, LossTarget::Values(y)) => {
                 let sum: f64 = rows.iter().map(|&r| weight.get(r as usize) * y[r as usize]).sum();
@@ -245,12 +242,16 @@ impl Loss {
     /// its rows' residuals `y - raw`, as LightGBM renews its quantile and L1
     /// leaves. Zero for a leaf of no rows.
     pub(crate) fn refit_leaf(self, y: &[f64], raw: &[f64], rows: &[u32], weight: RowWeights<'_>) -> f64 {
-        let level = match self {
+        let residuals = rows.iter().map(|&r| (y[r as usize] - raw[r as usize], weight.get(r as usize)));
+        weighted_quantile(residuals, self.level())
+    }
+
+    /// The quantile a re-fitted loss predicts: `alpha`, or the median.
+    fn level(self) -> f64 {
+        match self {
             Loss::Quantile { alpha } => alpha,
             _ => 0.5,
-        };
-        let residuals = rows.iter().map(|&r| (y[r as usize] - raw[r as usize], weight.get(r as usize)));
-        weighted_quantile(residuals, level)
+        }
     }
 
     /// The derivatives of output `output` for each row in `rows`
