@@ -15,6 +15,11 @@ Run from the repository root (build arbor first with `cargo build --release`):
 | quantile | flights_reg | loss=quantile alpha=0.9 | quantile 0.9 | reg:quantileerror 0.9 | pinball loss, coverage |
 | absolute | flights_reg | loss=absolute | regression_l1 | reg:absoluteerror | mean absolute error |
 | huber | flights_reg | loss=huber huber_delta=10 | huber alpha=10 | reg:pseudohubererror slope 10 | Huber loss (10) |
+| monotone | diamonds_reg | monotone=carat:+1,table:-1 | monotone_constraints | monotone_constraints | RMSE |
+
+The `monotone` case trains the squared loss under monotone constraints
+(LightGBM's default `basic` method, XGBoost's default), which every library
+enforces its own way.
 
 XGBoost has no Huber loss: its pseudo-Huber is the nearest. arbor is timed as
 a whole `arbor train` process (Parquet read included), the peers around
@@ -42,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 THREADS = 2
 ROUNDS, DEPTH, RATE = 100, 6, 0.1
 ALPHA, DELTA, POWER = 0.9, 10.0, 1.5
+MONOTONE = {"carat": 1, "table": -1}
 
 # loss -> data set, arbor options, LightGBM params, XGBoost params
 CASES = {
@@ -53,6 +59,8 @@ CASES = {
     "quantile": ("flights_reg", ["loss=quantile", f"alpha={ALPHA}"], {"objective": "quantile", "alpha": ALPHA},
                  {"objective": "reg:quantileerror", "quantile_alpha": ALPHA}),
     "absolute": ("flights_reg", ["loss=absolute"], {"objective": "regression_l1"}, {"objective": "reg:absoluteerror"}),
+    "monotone": ("diamonds_reg", [f"monotone={','.join(f'{k}:{v:+d}' for k, v in MONOTONE.items())}"],
+                 {"monotone": MONOTONE}, {"monotone": MONOTONE}),
     "huber": ("flights_reg", ["loss=huber", f"huber_delta={DELTA}"], {"objective": "huber", "alpha": DELTA},
               {"objective": "reg:pseudohubererror", "huber_slope": DELTA}),
 }
@@ -74,6 +82,8 @@ def metric(loss, y, pred):
                    + np.power(mu, 2 - p) / (2 - p))
         return {"tweedie_deviance": float(np.mean(dev))}
     d = y - pred
+    if loss == "monotone":
+        return {"rmse": float(np.sqrt(np.mean(d * d)))}
     if loss == "quantile":
         return {"pinball_loss": float(np.mean(np.where(d >= 0, ALPHA * d, (ALPHA - 1) * d))),
                 "coverage": float(np.mean(y <= pred))}
@@ -108,6 +118,14 @@ def run_peer(lib, loss):
     name, _, lgb_params, xgb_params = CASES[loss]
     train, test, cats = load(name)
     ytr, yte = train.pop("label").to_numpy(), test.pop("label").to_numpy()
+    # Constraints by feature name become one direction per column, in order.
+    lgb_params, xgb_params = (
+        {k: v for k, v in p.items() if k != "monotone"}
+        | ({"monotone_constraints": [p["monotone"].get(c, 0) for c in train.columns]} if "monotone" in p else {})
+        for p in (lgb_params, xgb_params)
+    )
+    if "monotone_constraints" in xgb_params:
+        xgb_params["monotone_constraints"] = "(" + ",".join(map(str, xgb_params["monotone_constraints"])) + ")"
     if lib == "lightgbm":
         import lightgbm as lgb
         xtr, xte = encode(train, test, cats, as_category=True)

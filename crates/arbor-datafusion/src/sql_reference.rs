@@ -111,7 +111,7 @@ fn options_table() -> String {
             })
             .collect()
     };
-    let forest = column(Algorithm::RandomForest);
+    let mut forest = column(Algorithm::RandomForest);
     let mut boosting = column(Algorithm::GradientBoosting);
     // A loss's own parameters are recorded with that loss only: their rows
     // come from boosting with each regression loss.
@@ -125,6 +125,13 @@ fn options_table() -> String {
             }
         }
     }
+    // Constraints and class weights are recorded only when given: none by default.
+    for column in [&mut forest, &mut boosting] {
+        column.push(("monotone".into(), "none (`feature:+1,other:-1`)".into()));
+        column.push(("interaction_constraints".into(), "none (`[a,b],[c,d,e]`)".into()));
+        column.push(("class_weight".into(), "none (`balanced` or `class:weight,...`)".into()));
+    }
+    boosting.push(("scale_pos_weight".into(), "`1` (two classes)".into()));
     let mut keys: Vec<&String> = forest.iter().map(|(k, _)| k).collect();
     for (key, _) in &boosting {
         if !keys.contains(&key) {
@@ -141,7 +148,8 @@ fn options_table() -> String {
          `sqrt(p)` for classification and `p/3` for regression forests, all of them for boosting; it also \
          accepts an integer, `sqrt`, `third` or `all`. `loss` is shown for two classes; more classes, or a \
          single one, use `softmax`; regression also takes `quantile`, `huber`, `absolute`, `poisson`, `gamma` \
-         and `tweedie` (docs/algorithms.md, \"Losses\"), whose parameters close the table. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
+         and `tweedie` (docs/algorithms.md, \"Losses\"), whose parameters close the table; `monotone` (docs/algorithms.md, \"Monotone constraints\") takes numeric \
+         features of either algorithm, `interaction_constraints` (\"Interaction constraints\") sets of features, `class_weight` multiplies each class's rows' weights. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
          Unknown keys and out-of-range values are errors naming the key.\n\n"
     ));
     table.push_str("| key | `algorithm=random-forest` | `algorithm=gradient-boosting` |\n|---|---|---|\n");

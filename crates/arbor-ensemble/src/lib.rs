@@ -67,8 +67,8 @@ pub use params::checked::CheckedParams;
 pub use params::keys::OPTION_KEYS;
 pub use params::reference::parameter_reference;
 pub use params::types::{
-    Algorithm, AlgorithmChoice, BoostingParams, CriterionKind, ForestParams, ImportanceKind, Loss, MaxFeatures, Task,
-    TrainParams, TreeParams, Voting,
+    Algorithm, AlgorithmChoice, BoostingParams, ClassWeight, CriterionKind, ForestParams, ImportanceKind,
+    InteractionSets, Loss, MaxFeatures, MonotoneConstraints, Task, TrainParams, TreeParams, Voting,
 };
 pub use predict::Predictions;
 pub use train::cross_validation::Fold;

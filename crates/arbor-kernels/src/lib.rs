@@ -45,6 +45,7 @@ pub use records::variance::{value_records_variance_until, variance_until};
 pub use split::best::{best_split, best_split_above, occupied_bins};
 pub use split::candidate::{SplitCandidate, SplitConstraints, Stats, UNCHARGED_DEGREES};
 pub use split::criterion::{child_size, count_weight, node_score, Criterion};
+pub use split::monotone::{node_value, Monotone};
 pub use split::random::{random_split, NodeRows, RandomSplit};
 pub use split::rule::SplitRule;
 pub use traverse::flat::leaves_block;

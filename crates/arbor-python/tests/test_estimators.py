@@ -75,6 +75,21 @@ def test_gradient_boosting_classifier_on_flights(flights):
             "diamonds_reg_train",
             "n_rounds=5 loss=quantile alpha=0.8",
         ),
+        (
+            arbor.GradientBoostingRegressor(n_rounds=10, monotone={"carat": 1, "table": -1}),
+            "diamonds_reg_train",
+            "n_rounds=10 monotone=carat:+1,table:-1",
+        ),
+        (
+            arbor.RandomForestRegressor(n_trees=4, monotone=[1, 0, 0, 0, 0, 0, 0, 0, 0]),
+            "diamonds_reg_train",
+            "n_trees=4 monotone=carat:+1",
+        ),
+        (
+            arbor.GradientBoostingRegressor(n_rounds=5, interaction_constraints=[["carat", "x"], ["cut", "color"]]),
+            "diamonds_reg_train",
+            "n_rounds=5 interaction_constraints=[carat,x],[cut,color]",
+        ),
     ],
 )
 def test_the_same_model_bytes_as_the_command_line(estimator, data, options, arbor_cli, tmp_path):
@@ -89,6 +104,37 @@ def test_the_same_model_bytes_as_the_command_line(estimator, data, options, arbo
     fitted = clone(estimator).fit(X, y)
     assert bytes(fitted.model_) == path.read_bytes()
     assert arbor.Model.load(path) == fitted.model_
+
+
+def test_monotone_constraints_hold_on_a_grid_and_bad_ones_are_named():
+    train, test = read("diamonds_reg_train"), read("diamonds_reg_test")
+    X, y = split(train)
+    model = arbor.GradientBoostingRegressor(n_rounds=30, monotone="carat:+1").fit(X, y)
+    rows = split(test)[0].to_pandas().head(50)
+    grid = np.linspace(0.2, 5.0, 40)
+    for _, row in rows.iterrows():
+        repeated = rows.loc[[row.name] * len(grid)].copy()
+        repeated["carat"] = grid
+        assert np.all(np.diff(model.predict(repeated)) >= 0)
+    with pytest.raises(ValueError, match="option 'monotone': feature 'cut' is categorical"):
+        arbor.GradientBoostingRegressor(n_rounds=2, monotone={"cut": 1}).fit(X, y)
+    with pytest.raises(ValueError, match="monotone has 2 directions; X has 9 features"):
+        arbor.GradientBoostingRegressor(n_rounds=2, monotone=[1, 0]).fit(X, y)
+
+
+def test_class_weight_is_a_sample_weight_on_each_row_of_its_class(flights):
+    (X, y), (X_test, _) = (split(t) for t in flights)
+    X, y = X.slice(0, 20_000), y.slice(0, 20_000)
+    late = np.asarray(y) == 1
+    for estimator in (arbor.RandomForestClassifier(n_trees=5), arbor.GradientBoostingClassifier(n_rounds=10)):
+        by_class = clone(estimator).set_params(class_weight={1: 4.0}).fit(X, y)
+        by_row = clone(estimator).fit(X, y, sample_weight=np.where(late, 4.0, 1.0))
+        np.testing.assert_array_equal(by_class.predict_proba(X_test), by_row.predict_proba(X_test))
+    scaled = arbor.GradientBoostingClassifier(n_rounds=10, scale_pos_weight=4.0).fit(X, y)
+    by_row = arbor.GradientBoostingClassifier(n_rounds=10).fit(X, y, sample_weight=np.where(late, 4.0, 1.0))
+    np.testing.assert_array_equal(scaled.predict_proba(X_test), by_row.predict_proba(X_test))
+    with pytest.raises(ValueError, match="'7' is not a class of the label; the classes are 0, 1"):
+        arbor.RandomForestClassifier(n_trees=2, class_weight={7: 2.0}).fit(X, y)
 
 
 def test_poisson_regressor_predicts_means_and_bad_options_are_named():

@@ -84,6 +84,12 @@ impl Trees {
         self.lists.get_mut().expect("built just above").push(tree);
     }
 
+    /// Tree `index`'s nodes and leaf values, to walk or check; the node
+    /// lists are built from the model's layout the first time one is asked for.
+    pub fn get(&self, index: usize) -> Option<&Tree> {
+        self.node_lists().get(index)
+    }
+
     /// The node lists, built from the flat trees (themselves built if need be) the first time.
     fn node_lists(&self) -> &[Tree] {
         self.lists.get_or_init(|| self.flat().par_iter().map(FlatTree::to_tree).collect())

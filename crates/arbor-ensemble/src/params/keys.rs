@@ -5,9 +5,13 @@
 //! and its order is the order reports and model files list the keys in
 //! (gradient boosting's models keep an older order, [`BOOSTING_RECORD_ORDER`]).
 
+use crate::params::class_weight;
+use crate::params::interactions;
+use crate::params::monotone;
 use crate::params::rules::{invalid, parse_bool, parse_choice, Rule};
 use crate::params::types::{
-    Algorithm, AlgorithmChoice, CriterionKind, ImportanceKind, Loss, MaxFeatures, Task, TrainParams, TreeParams, Voting,
+    Algorithm, AlgorithmChoice, ClassWeight, CriterionKind, ImportanceKind, Loss, MaxFeatures, Task, TrainParams,
+    TreeParams, Voting,
 };
 use crate::Result;
 
@@ -117,6 +121,10 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "alpha",
     "huber_delta",
     "tweedie_power",
+    "monotone",
+    "interaction_constraints",
+    "class_weight",
+    "scale_pos_weight",
     "early_stopping_rounds",
     "importance",
     "seed",
@@ -228,6 +236,7 @@ const VALIDATION_FRACTION: Rule = Rule::Fraction { low_open: true, high: 0.5 };
 const ALPHA: Rule = Rule::Between { low: 0.0, high: 1.0 };
 const HUBER_DELTA: Rule = Rule::Positive;
 const TWEEDIE_POWER: Rule = Rule::Between { low: 1.0, high: 2.0 };
+const SCALE_POS_WEIGHT: Rule = Rule::Positive;
 
 /// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
 pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
@@ -693,6 +702,61 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| TWEEDIE_POWER.number(k, p.boosting.tweedie_power),
         value: |r| r.params.boosting.tweedie_power.to_string(),
         recorded: |p| with_its_loss(p, "tweedie_power"),
+    },
+    KeySpec {
+        name: "monotone",
+        applies: Applies::Both,
+        about: "Features the prediction may only rise (`+1`) or only fall (`-1`) with, numeric ones only \
+                (docs/algorithms.md, \"Monotone constraints\"); recorded only when set.",
+        accepts: || "`feature:+1,other:-1` (directions `+1`, `-1` or `0`)".into(),
+        set: |p, _, v| {
+            let v = monotone::parse(v)?;
+            both(p, |t| t.monotone = v.clone())
+        },
+        check: any,
+        value: |r| monotone::show(&r.tree().monotone),
+        recorded: |p| !p.tree().monotone.is_empty(),
+    },
+    KeySpec {
+        name: "interaction_constraints",
+        applies: Applies::Both,
+        about: "Sets of features allowed to meet on one path of a tree (a feature in no set stands alone) \
+                (docs/algorithms.md, \"Interaction constraints\"); recorded only when set.",
+        accepts: || "`[a,b],[c,d,e]`".into(),
+        set: |p, _, v| {
+            let v = interactions::parse(v)?;
+            both(p, |t| t.interaction_constraints = v.clone())
+        },
+        check: any,
+        value: |r| interactions::show(&r.tree().interaction_constraints),
+        recorded: |p| !p.tree().interaction_constraints.is_empty(),
+    },
+    KeySpec {
+        name: "class_weight",
+        applies: Applies::Both,
+        about: "Classification: each class's weight, multiplied into its rows' sample weights; `balanced` \
+                weighs each class `n / (k · n_c)`; recorded only when set.",
+        accepts: || "`balanced` or `class:weight,...` (weights > 0; classes not named weigh 1)".into(),
+        set: |p, _, v| {
+            p.class_weight = class_weight::parse(v)?;
+            Ok(())
+        },
+        check: any,
+        value: |r| class_weight::show(&r.params.class_weight),
+        recorded: |p| p.class_weight != ClassWeight::None,
+    },
+    KeySpec {
+        name: "scale_pos_weight",
+        applies: Applies::Boosting,
+        about: "Two classes: the second (positive) class's rows weigh this many times more; recorded only when not 1.",
+        accepts: || SCALE_POS_WEIGHT.describe(),
+        set: |p, k, v| {
+            p.boosting.scale_pos_weight = SCALE_POS_WEIGHT.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| SCALE_POS_WEIGHT.number(k, p.boosting.scale_pos_weight),
+        value: |r| r.params.boosting.scale_pos_weight.to_string(),
+        recorded: |p| p.boosting.scale_pos_weight != 1.0,
     },
     KeySpec {
         name: "early_stopping_rounds",

@@ -12,7 +12,10 @@
 //! training takes ([`checked`]).
 
 pub(crate) mod checked;
+pub(crate) mod class_weight;
+pub(crate) mod interactions;
 pub(crate) mod keys;
+pub(crate) mod monotone;
 pub(crate) mod options;
 pub(crate) mod reference;
 pub(crate) mod rules;

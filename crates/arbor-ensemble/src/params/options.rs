@@ -11,6 +11,9 @@ use crate::params::rules::invalid;
 use crate::params::types::{Algorithm, CriterionKind, ImportanceKind, Loss, Task, TrainParams, Voting};
 use crate::{ArborError, Result};
 
+/// Keys whose value is a list that may hold the options' separators.
+const LIST_KEYS: &[&str] = &["monotone", "interaction_constraints", "class_weight"];
+
 impl TrainParams {
     /// Parses an options string: `key=value` pairs separated by spaces or commas.
     ///
@@ -32,15 +35,22 @@ impl TrainParams {
 
     /// The `key=value` pairs of an options string (separated by spaces or
     /// commas), unchecked: for callers that take some keys of their own first.
+    /// A list-valued key (`monotone=a:+1,b:-1`) takes the pieces without
+    /// `=` that follow it into its value.
     pub fn option_pairs(options: &str) -> Result<Vec<(&str, &str)>> {
-        options
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|s| !s.is_empty())
-            .map(|pair| match pair.split_once('=') {
-                Some((key, value)) => Ok((key.trim(), value.trim())),
-                None => Err(invalid(pair, "expected key=value".to_owned())),
-            })
-            .collect()
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        let start = |piece: &str| piece.as_ptr() as usize - options.as_ptr() as usize;
+        for piece in options.split(|c: char| c.is_whitespace() || c == ',').filter(|s| !s.is_empty()) {
+            match (piece.split_once('='), pairs.last_mut()) {
+                (Some((key, value)), _) => pairs.push((key.trim(), value.trim())),
+                (None, Some((key, value))) if LIST_KEYS.contains(key) => {
+                    // The value runs on to the end of this piece, separators and all.
+                    *value = &options[start(value)..start(piece) + piece.len()];
+                }
+                (None, _) => return Err(invalid(piece, "expected key=value".to_owned())),
+            }
+        }
+        Ok(pairs)
     }
 
     /// Sets one option by name, checking its value. Tree settings both
@@ -329,6 +339,20 @@ mod tests {
     }
 
     #[test]
+    fn a_list_value_runs_on_across_the_separators() {
+        let p = TrainParams::parse_options("n_trees=5 monotone=a:+1, b:-1,c:0 max_depth=3").unwrap();
+        let expected: crate::MonotoneConstraints = vec![("a".into(), 1), ("b".into(), -1), ("c".into(), 0)];
+        assert_eq!((p.forest.tree.monotone.clone(), p.forest.tree.max_depth), (expected.clone(), 3));
+        assert_eq!(p.boosting.tree.monotone, expected, "a tree setting of both algorithms");
+        let described = p.describe(Task::Regression, 3, None);
+        assert!(described.contains(&("monotone".into(), "a:+1,b:-1,c:0".into())), "{described:?}");
+        // Only a list key takes pieces without '='.
+        let error = TrainParams::parse_options("max_depth=3 a:+1").unwrap_err().to_string();
+        assert!(error.contains("option 'a:+1': expected key=value"), "{error}");
+        assert!(TrainParams::parse_options("stray n_trees=5").is_err());
+    }
+
+    #[test]
     fn reports_keep_the_order_models_record() {
         let p = TrainParams::parse_options("early_stopping_rounds=3").unwrap();
         let forest: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
@@ -348,8 +372,11 @@ mod tests {
 
     #[test]
     fn a_forest_reports_in_the_table_order_and_boosting_in_its_record_order() {
-        let forest: Vec<&str> = KEYS.iter().filter(|k| k.applies.to(Algorithm::RandomForest)).map(|k| k.name).collect();
         let p = TrainParams::default();
+        // Every forest key a default model records (`monotone` only when set).
+        let forest: Vec<&str> =
+            KEYS.iter().filter(|k| k.applies.to(Algorithm::RandomForest) && (k.recorded)(&p)).map(|k| k.name).collect();
+        assert!(!forest.contains(&"monotone"));
         let described: Vec<String> = p.describe(Task::Regression, 4, None).into_iter().map(|(k, _)| k).collect();
         assert_eq!(described, forest);
         // The boosting order names each boosting key once, and no other key.

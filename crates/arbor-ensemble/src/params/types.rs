@@ -97,6 +97,29 @@ pub enum ImportanceKind {
     MdaScaled,
 }
 
+/// Interaction constraints: the sets of feature names allowed to meet on a
+/// path, as the `interaction_constraints` option spells them.
+pub type InteractionSets = Vec<Vec<String>>;
+
+/// Classification's class weights (`class_weight`): each row's weight is
+/// its sample weight times its class's, as scikit-learn's `class_weight`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum ClassWeight {
+    /// Every class weighs 1.
+    #[default]
+    None,
+    /// Each class weighs `n / (k · n_c)`: `n` rows, `k` classes, `n_c` rows
+    /// of the class (scikit-learn's `balanced`), so every class weighs as much in all.
+    Balanced,
+    /// The classes named (as label text) weigh as given; the others 1.
+    Given(Vec<(String, f64)>),
+}
+
+/// Monotone constraints: features and their directions, in the order
+/// given (`+1` rising, `-1` falling, `0` none), as the `monotone` option
+/// spells them (docs/algorithms.md, "Monotone constraints").
+pub type MonotoneConstraints = Vec<(String, i8)>;
+
 /// The settings of how each tree is grown that both algorithms have: one
 /// struct that [`ForestParams`] and [`BoostingParams`] each hold, with their
 /// own defaults (see `docs/parameters.md`). A key both algorithms accept
@@ -129,6 +152,12 @@ pub struct TreeParams {
     /// it could pick from (forests 24, boosting 1, where the noise is measured
     /// on the node's gradients; 0: no charge).
     pub category_penalty: f64,
+    /// Features the output may only rise (`+1`) or fall (`-1`) with
+    /// (docs/algorithms.md, "Monotone constraints"); empty: none.
+    pub monotone: MonotoneConstraints,
+    /// Sets of features allowed to meet on one path of a tree
+    /// (docs/algorithms.md, "Interaction constraints"); empty: any may.
+    pub interaction_constraints: InteractionSets,
     /// Seed of all random streams.
     pub seed: u64,
 }
@@ -219,6 +248,8 @@ impl Default for ForestParams {
                 min_samples_leaf: None,
                 min_samples_category: 10,
                 category_penalty: 24.0,
+                monotone: Vec::new(),
+                interaction_constraints: Vec::new(),
                 seed: 777,
             },
             bootstrap: true,
@@ -358,6 +389,9 @@ pub struct BoostingParams {
     pub huber_delta: f64,
     /// The variance power of `loss=tweedie`.
     pub tweedie_power: f64,
+    /// Binary classification: the positive (second) class's rows weigh
+    /// this many times their weight (XGBoost's `scale_pos_weight`).
+    pub scale_pos_weight: f64,
     /// Stop when the validation loss has not improved for this many rounds (0 = off).
     pub early_stopping_rounds: usize,
     /// Share of the training rows held out for early stopping.
@@ -378,6 +412,8 @@ impl Default for BoostingParams {
                 min_samples_leaf: Some(5),
                 min_samples_category: 10,
                 category_penalty: 1.0,
+                monotone: Vec::new(),
+                interaction_constraints: Vec::new(),
                 seed: 777,
             },
             learning_rate: 0.3,
@@ -387,6 +423,7 @@ impl Default for BoostingParams {
             alpha: 0.5,
             huber_delta: 1.0,
             tweedie_power: 1.5,
+            scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
         }
@@ -460,6 +497,9 @@ pub struct TrainParams {
     pub boosting: BoostingParams,
     /// Variable importance, of either algorithm (boosting: `mdi`, as total gain, or `none`).
     pub importance: ImportanceKind,
+    /// Classification: each class's weight, multiplied into its rows'
+    /// sample weights (`class_weight`).
+    pub class_weight: ClassWeight,
     /// The keys given explicitly, checked against the chosen algorithm.
     pub explicit: Vec<String>,
 }

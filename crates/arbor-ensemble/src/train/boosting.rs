@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use arbor_kernels::{Criterion, HistogramTarget, RowBins, RowStats, SplitConstraints};
+use arbor_kernels::{Criterion, HistogramTarget, Monotone, RowBins, RowStats, SplitConstraints};
 use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -15,7 +15,9 @@ use crate::data::label::Target;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::Tree;
 use crate::model::{Boosting, EarlyStopping, Model};
+use crate::params::interactions::resolve as resolve_interactions;
 use crate::train::forest::{tree_rng, MIN_TREE_BYTES};
+use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
@@ -128,7 +130,9 @@ fn boost(
     }
     let walk = WalkValues::new(data.raw.as_deref(), &matrix, row_bins.as_ref());
     let row_value = |f: usize, r: usize| walk.value(f, r);
-    let settings = grow_settings(bp, features_per_node);
+    let monotone = crate::params::monotone::for_training(&bp.tree.monotone, &data.features, n_classes, Some(loss))?;
+    let interactions = Interactions::new(&resolve_interactions(&bp.tree.interaction_constraints, &data.features)?);
+    let settings = GrowSettings { monotone, interactions, ..grow_settings(bp, features_per_node) };
 
     let mut trees: Vec<Tree> = Vec::new();
     let mut covers: Vec<Vec<f32>> = Vec::new();
@@ -260,6 +264,7 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
             min_weight_leaf: 0.0,
             min_samples_category: bp.tree.min_samples_category as f64,
             category_charge: 0.0,
+            monotone: Monotone::NONE,
         },
         category_penalty: bp.tree.category_penalty,
         max_depth: bp.tree.max_depth,
@@ -274,6 +279,8 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
         max_leaf_nodes: 0,
         fork_min_rows: FORK_MIN_ROWS,
         row_records: true,
+        monotone: Vec::new(),
+        interactions: Interactions::default(),
     }
 }
 

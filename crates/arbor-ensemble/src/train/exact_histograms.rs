@@ -389,6 +389,7 @@ mod tests {
                 min_weight_leaf: 0.0,
                 min_samples_category: 0.0,
                 category_charge: 0.0,
+                ..SplitConstraints::default()
             };
             let from_exact = best_split(&exact, 3, criterion, &constraints, false);
             let from_float = best_split(&float_hist, 3, criterion, &constraints, false);

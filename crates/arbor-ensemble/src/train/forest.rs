@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use arbor_kernels::{Criterion, HistogramTarget, RowBins, SplitConstraints};
+use arbor_kernels::{Criterion, HistogramTarget, Monotone, RowBins, SplitConstraints};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -18,6 +18,8 @@ use crate::format::tree_sections::{Sections, Spill};
 use crate::model::node_cover::NodeCover;
 use crate::model::trees::Trees;
 use crate::model::Model;
+use crate::params::interactions::resolve as resolve_interactions;
+use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance;
 use crate::train::out_of_bag::{self, OobFold, OutOfBag};
@@ -53,6 +55,9 @@ pub(crate) fn train_forest(
     let matrix = &data.matrix;
     let n_features = matrix.n_features();
     let m = fp.features_per_node(n_features, task)?;
+    let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
+    let monotone = crate::params::monotone::for_training(&fp.tree.monotone, &data.features, n_classes, None)?;
+    let interactions = Interactions::new(&resolve_interactions(&fp.tree.interaction_constraints, &data.features)?);
     let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
     let row_bins =
@@ -112,7 +117,9 @@ pub(crate) fn train_forest(
         let mut rows = Vec::with_capacity(counts.iter().filter(|&&c| c > 0.0).count());
         rows.extend((0..n as u32).filter(|&r| counts[r as usize] > 0.0));
         let root_weight: f64 = weights.iter().sum();
-        let settings = GrowSettings { row_records, ..forest_settings(params, task, m, root_weight) };
+        let (monotone, interactions) = (monotone.clone(), interactions.clone());
+        let settings =
+            GrowSettings { row_records, monotone, interactions, ..forest_settings(params, task, m, root_weight) };
         let mut row_stats = Vec::new();
         let rowwise = row_bins.as_ref().map(|bins| {
             fill_row_stats(&target, weights, &counts, &mut row_stats);
@@ -239,6 +246,7 @@ pub(crate) fn forest_settings(params: &CheckedParams, task: Task, m: usize, root
             min_weight_leaf: fp.min_weight_fraction_leaf * root_weight,
             min_samples_category: fp.tree.min_samples_category as f64,
             category_charge: 0.0,
+            monotone: Monotone::NONE,
         },
         category_penalty: fp.tree.category_penalty,
         max_depth: fp.tree.max_depth,
@@ -251,6 +259,8 @@ pub(crate) fn forest_settings(params: &CheckedParams, task: Task, m: usize, root
         max_leaf_nodes: fp.max_leaf_nodes,
         fork_min_rows: FORK_MIN_ROWS,
         row_records: true,
+        monotone: Vec::new(),
+        interactions: Interactions::default(),
     }
 }
 

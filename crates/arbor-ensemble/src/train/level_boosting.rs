@@ -142,6 +142,12 @@ impl LevelBoosting {
             "max_features"
         } else if bp.tree.exact {
             "splitter exact"
+        } else if !bp.tree.monotone.is_empty() {
+            "monotone"
+        } else if !bp.tree.interaction_constraints.is_empty() {
+            "interaction_constraints"
+        } else if params.class_weight != crate::ClassWeight::None || bp.scale_pos_weight != 1.0 {
+            "class weights"
         } else {
             return None;
         };

@@ -265,6 +265,12 @@ impl LevelForest {
             "splitter random"
         } else if fp.max_leaf_nodes > 0 {
             "max_leaf_nodes"
+        } else if !fp.tree.monotone.is_empty() {
+            "monotone"
+        } else if !fp.tree.interaction_constraints.is_empty() {
+            "interaction_constraints"
+        } else if params.class_weight != crate::ClassWeight::None {
+            "class_weight"
         } else {
             return None;
         };
@@ -1263,6 +1269,7 @@ mod tests {
             ("importance=mda_raw", "MDA"),
             ("splitter=random", "splitter random"),
             ("max_leaf_nodes=8", "max_leaf_nodes"),
+            ("monotone=x:+1", "monotone"),
         ] {
             let params = TrainParams::parse_options(options).unwrap();
             assert!(LevelForest::unsupported(&params).unwrap().contains(what), "{options}");

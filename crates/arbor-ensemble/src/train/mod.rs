@@ -28,8 +28,10 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use crate::data::binned_data::BinnedData;
+use crate::data::label::Target;
 use crate::model::Model;
 use crate::params::checked::CheckedParams;
+use crate::params::class_weight;
 use crate::params::types::Algorithm;
 use crate::train::boosting::train_boosting;
 use crate::train::forest::train_forest;
@@ -70,6 +72,7 @@ fn fit_here(
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
 ) -> Result<Trained> {
+    let data = weigh_classes(data, params)?;
     Ok(match params.algorithm.0 {
         Algorithm::RandomForest => {
             let (model, out_of_bag) = train_forest(data, params, on_progress, spill_dir)?;
@@ -77,4 +80,28 @@ fn fit_here(
         }
         Algorithm::GradientBoosting => Trained { model: train_boosting(data, params, on_progress)?, out_of_bag: None },
     })
+}
+
+/// Multiplies each row's sample weight by its class's factor
+/// (`class_weight`, `scale_pos_weight`; see [`class_weight::factors`]), as
+/// if the rows had carried those weights: the same trees, bit for bit. Data
+/// lent (`Cow::Borrowed`) is copied first; without class weights it is
+/// passed on untouched.
+fn weigh_classes<'a>(mut data: Cow<'a, BinnedData>, params: &CheckedParams) -> Result<Cow<'a, BinnedData>> {
+    let names = data.label.classes.as_ref().map(|c| c.names());
+    let labels = match &data.target {
+        Target::Classes(labels) => labels.as_slice(),
+        Target::Values(_) => &[],
+    };
+    let mut counts = vec![0; names.as_ref().map_or(0, Vec::len)];
+    for &label in labels {
+        counts[label as usize] += 1;
+    }
+    let Some(factors) = class_weight::factors(params, names.as_deref(), &counts)? else {
+        return Ok(data);
+    };
+    let own = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
+    let weights: Vec<f64> = labels.iter().enumerate().map(|(r, &label)| own(r) * factors[label as usize]).collect();
+    data.to_mut().weights = Some(weights);
+    Ok(data)
 }

@@ -1,5 +1,6 @@
 //! A split found on one feature, and the limits a split must respect.
 
+use crate::split::monotone::Monotone;
 use crate::split::rule::SplitRule;
 
 /// Degrees of freedom of a subset split that are not charged for (see
@@ -26,6 +27,9 @@ pub struct SplitConstraints {
     /// the many subsets it could choose from (0: no charge). Forests set it
     /// per node: `category_penalty` times the gain noise shows per degree.
     pub category_charge: f64,
+    /// The searched feature's monotone constraint and the node's range of
+    /// values ([`Monotone::NONE`]: none).
+    pub monotone: Monotone,
 }
 
 impl Default for SplitConstraints {
@@ -35,6 +39,7 @@ impl Default for SplitConstraints {
             min_weight_leaf: 0.0,
             min_samples_category: 1.0,
             category_charge: 0.0,
+            monotone: Monotone::NONE,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub(crate) mod best;
 pub(crate) mod candidate;
 pub(crate) mod criterion;
+pub(crate) mod monotone;
 pub(crate) mod random;
 pub(crate) mod rule;
 pub(crate) mod scan;

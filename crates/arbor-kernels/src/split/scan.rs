@@ -3,6 +3,7 @@
 
 use crate::split::candidate::{SplitCandidate, SplitConstraints, Stats};
 use crate::split::criterion::{count_weight, node_score, Criterion};
+use crate::split::monotone::Monotone;
 use crate::split::rule::SplitRule;
 
 /// A node's statistics in histogram-bin layout, held in a fixed-size array
@@ -42,6 +43,9 @@ pub(crate) struct Scan<'a, B: StatBuf = Vec<f64>> {
     criterion: Criterion,
     constraints: &'a SplitConstraints,
     parent_score: f64,
+    /// The feature's monotone constraint and the node's range, when the
+    /// scan must weigh child values ([`Monotone::active`]).
+    monotone: Option<Monotone>,
     right: B,
     best_gain: f64,
     pub(crate) best_left: B,
@@ -55,10 +59,13 @@ impl<'a, B: StatBuf> Scan<'a, B> {
 
     /// A scan that finds only gains above `floor`.
     pub(crate) fn above(criterion: Criterion, constraints: &'a SplitConstraints, total: &[f64], floor: f64) -> Self {
+        let monotone = Some(constraints.monotone).filter(|m| m.active(criterion));
+        let plain = node_score(total, criterion);
         Scan {
             criterion,
             constraints,
-            parent_score: node_score(total, criterion),
+            parent_score: monotone.map_or(plain, |m| m.parent_score(total, criterion, plain)),
+            monotone,
             right: B::zeros(total.len()),
             best_gain: floor,
             best_left: B::zeros(total.len()),
@@ -83,7 +90,14 @@ impl<'a, B: StatBuf> Scan<'a, B> {
         if nl <= 0.0 || nr <= 0.0 {
             return false;
         }
-        let gain = node_score(left, self.criterion) + node_score(right, self.criterion) - self.parent_score;
+        let criterion = self.criterion;
+        let gain = match &self.monotone {
+            None => node_score(left, criterion) + node_score(right, criterion) - self.parent_score,
+            Some(m) => match m.gain(left, right, criterion, self.parent_score, |s| node_score(s, criterion)) {
+                Some(gain) => gain,
+                None => return false,
+            },
+        };
         if gain > self.best_gain {
             self.best_gain = gain;
             self.best_left.as_mut().copy_from_slice(left);

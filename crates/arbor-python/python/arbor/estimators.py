@@ -35,6 +35,30 @@ def _option_value(value) -> str:
     return str(value)
 
 
+def _monotone_text(value, feature_names) -> str:
+    """``monotone`` as arbor's option text (``name:+1,other:-1``): a mapping
+    of feature names to directions, a sequence of one direction per feature
+    in column order (as scikit-learn's ``monotonic_cst``), or the text itself."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        pairs = value.items()
+    else:
+        directions = list(value)
+        if len(directions) != len(feature_names):
+            msg = f"monotone has {len(directions)} directions; X has {len(feature_names)} features"
+            raise ValueError(msg)
+        pairs = zip(feature_names, directions, strict=True)
+    text = []
+    for name, direction in pairs:
+        if direction not in (-1, 0, 1):
+            msg = f"monotone: feature {name!r} has direction {direction!r}; expected -1, 0 or 1"
+            raise ValueError(msg)
+        if direction != 0:
+            text.append(f"{name}:{int(direction):+d}")
+    return ",".join(text)
+
+
 def _unique_name(preferred: str | None, fallback: str, taken: set[str]) -> str:
     """A column name for the label or weights that no feature has."""
     name = preferred if preferred and preferred not in taken else fallback
@@ -56,11 +80,12 @@ class _ArborEstimator(BaseEstimator):
     _algorithm: str
     _task: str
 
-    def _options(self) -> list[tuple[str, str]]:
+    def _options(self, feature_names=()) -> list[tuple[str, str]]:
         """The options given: parameters that differ from their default, as
         ``arbor train --set`` gets only the keys a user writes (arbor checks
         given keys against each other, e.g. ``validation_fraction`` needs
-        ``early_stopping_rounds``)."""
+        ``early_stopping_rounds``); ``feature_names`` place a ``monotone``
+        given as one direction per column."""
         defaults = {
             name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items() if name != "self"
         }
@@ -68,6 +93,15 @@ class _ArborEstimator(BaseEstimator):
         for name, value in self.get_params(deep=False).items():
             default = defaults.get(name)
             if value is None or (type(value) is type(default) and value == default):
+                continue
+            if name == "interaction_constraints" and not isinstance(value, str):
+                value = ",".join("[" + ",".join(map(str, group)) + "]" for group in value)
+            if name == "class_weight" and isinstance(value, dict):
+                value = ",".join(f"{label}:{_option_value(weight)}" for label, weight in value.items())
+            if name == "monotone":
+                value = _monotone_text(value, list(feature_names))
+                if value:
+                    options.append((name, value))
                 continue
             options.append(("lambda" if name == "lambda_" else name, _option_value(value)))
         return options
@@ -149,7 +183,7 @@ class _ArborEstimator(BaseEstimator):
         self.model_ = _arbor.train(
             data,
             label,
-            options=self._options(),
+            options=self._options(data.schema.names),
             weight=weight,
             label_name=label_name,
             weight_name=weight_name,
@@ -166,7 +200,7 @@ class _ArborEstimator(BaseEstimator):
         if y is not None and not np.array_equal(np.asarray(y), dataset.y):
             msg = "fit(dataset, y): y is not the dataset's label column; pass dataset.y (or no y)"
             raise ValueError(msg)
-        self.model_ = dataset.train(self._options())
+        self.model_ = dataset.train(self._options(dataset.feature_names))
         self._binning = dataset._rows.binning
         self.n_features_in_ = len(dataset.feature_names)
         self.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
@@ -316,6 +350,9 @@ class _Forest(_ArborEstimator):
         criterion=None,
         voting="weighted",
         oob=False,
+        monotone=None,
+        interaction_constraints=None,
+        class_weight=None,
         importance="mdi",
         seed=777,
     ):
@@ -339,6 +376,9 @@ class _Forest(_ArborEstimator):
         self.criterion = criterion
         self.voting = voting
         self.oob = oob
+        self.monotone = monotone
+        self.interaction_constraints = interaction_constraints
+        self.class_weight = class_weight
         self.importance = importance
         self.seed = seed
 
@@ -368,6 +408,10 @@ class _Boosting(_ArborEstimator):
         alpha=None,
         huber_delta=None,
         tweedie_power=None,
+        monotone=None,
+        interaction_constraints=None,
+        class_weight=None,
+        scale_pos_weight=1.0,
         early_stopping_rounds=0,
         validation_fraction=0.1,
         importance="mdi",
@@ -390,6 +434,10 @@ class _Boosting(_ArborEstimator):
         self.alpha = alpha
         self.huber_delta = huber_delta
         self.tweedie_power = tweedie_power
+        self.monotone = monotone
+        self.interaction_constraints = interaction_constraints
+        self.class_weight = class_weight
+        self.scale_pos_weight = scale_pos_weight
         self.early_stopping_rounds = early_stopping_rounds
         self.validation_fraction = validation_fraction
         self.importance = importance
@@ -412,7 +460,12 @@ class RandomForestRegressor(_Regressor, _Forest):
 
 
 class GradientBoostingClassifier(_Classifier, _Boosting):
-    """Gradient boosted trees for classification (logistic for two classes, softmax for more)."""
+    """Gradient boosted trees for classification (logistic for two classes, softmax for more).
+
+    ``class_weight`` (``"balanced"`` or a dict of class to weight, as
+    scikit-learn's) multiplies each row's ``sample_weight`` by its class's;
+    ``scale_pos_weight`` weighs the second of two classes (XGBoost's).
+    """
 
 
 class GradientBoostingRegressor(_Regressor, _Boosting):

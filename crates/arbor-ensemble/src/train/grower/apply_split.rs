@@ -2,7 +2,8 @@
 //! and making a leaf.
 
 use arbor_kernels::{
-    count_weight, partition_records, partition_row_bins, partition_rows, record_bin_range, SplitCandidate, SplitRule,
+    count_weight, node_value, partition_records, partition_row_bins, partition_rows, record_bin_range, Criterion,
+    Monotone, SplitCandidate, SplitConstraints, SplitRule,
 };
 
 use rand::Rng;
@@ -37,6 +38,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.cover[p.node] = node_cover(&p.stats, criterion);
         self.tree.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
+        let (l_bounds, r_bounds) = if self.data.settings.monotone.is_empty() {
+            (p.bounds, p.bounds)
+        } else {
+            let node = SplitConstraints::default();
+            let on_f = self.data.settings.on_feature(&node, f, p.bounds).monotone;
+            on_f.children(&split.left, &split.right, criterion)
+        };
+        let path = if self.data.settings.interactions.is_empty() { p.path } else { p.path.with(f) };
         let (mut left_hist, mut right_hist) = (None, None);
         if let Some(parent) = node_hist {
             let (nl, wl) = count_weight(&split.left, criterion);
@@ -68,8 +77,26 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             }
         }
         (
-            Pending { node: left, start: p.start, end: mid, depth, stats: split.left, hist: left_hist },
-            Pending { node: left + 1, start: mid, end: p.end, depth, stats: split.right, hist: right_hist },
+            Pending {
+                node: left,
+                start: p.start,
+                end: mid,
+                depth,
+                stats: split.left,
+                hist: left_hist,
+                bounds: l_bounds,
+                path: path.clone(),
+            },
+            Pending {
+                node: left + 1,
+                start: mid,
+                end: p.end,
+                depth,
+                stats: split.right,
+                hist: right_hist,
+                bounds: r_bounds,
+                path,
+            },
         )
     }
 
@@ -155,16 +182,34 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let offset = self.tree.values.len();
         self.tree.nodes[p.node] = Node::Leaf { value: offset as u32 };
         self.tree.cover[p.node] = node_cover(&p.stats, self.data.settings.criterion);
-        leaf_value(
-            &p.stats,
-            self.data.target,
-            self.data.settings.criterion,
-            self.data.settings.leaf_scale,
-            &mut self.tree.values,
-        );
+        let settings = self.data.settings;
+        leaf_value(&p.stats, self.data.target, settings.criterion, settings.leaf_scale, &mut self.tree.values);
+        if p.bounds != Monotone::NONE {
+            clamp_leaf(&mut self.tree.values[offset..], &p.stats, settings.criterion, settings.leaf_scale, &p.bounds);
+        }
         if self.records.is_none() {
             self.tree.leaves.push((offset, p.start..p.end));
         }
+    }
+}
+
+/// Clamps a leaf's output (`value`: its value, or its two classes'
+/// shares) into the range monotone constraints left its node
+/// (docs/algorithms.md, "Monotone constraints"); a value inside is kept
+/// to the bit.
+fn clamp_leaf(value: &mut [f64], stats: &[f64], criterion: Criterion, scale: f64, bounds: &Monotone) {
+    let v = node_value(stats, criterion);
+    let clamped = bounds.clamp(v);
+    if clamped == v {
+        return;
+    }
+    match criterion {
+        Criterion::Gini | Criterion::Entropy => {
+            value[0] = 1.0 - clamped;
+            value[1] = clamped;
+        }
+        Criterion::Newton { .. } => value[0] = clamped * scale,
+        Criterion::Mse => value[0] = clamped,
     }
 }
 

@@ -14,8 +14,8 @@
 
 use arbor_kernels::{
     build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, value_records_variance_until,
-    CompactHistogram, CountKey, Criterion, HistogramTarget, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate,
-    SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
+    CompactHistogram, CountKey, Criterion, HistogramTarget, Monotone, RecordSums, RowBins, RowRecords, RowStats,
+    SplitCandidate, SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -24,8 +24,10 @@ use rand::Rng;
 use rayon::prelude::*;
 
 use crate::model::tree::{Node, Tree};
+use interactions::{FeatureSet, Interactions};
 
 mod apply_split;
+pub(crate) mod interactions;
 mod search;
 mod strategy;
 
@@ -81,6 +83,12 @@ pub(crate) struct GrowSettings {
     /// either way; regression's value records always stay (their sums, in
     /// another order, could break ties otherwise).
     pub row_records: bool,
+    /// Each feature's monotone constraint (`+1`, `-1`, `0` free), or empty
+    /// when none is (docs/algorithms.md, "Monotone constraints").
+    pub monotone: Vec<i8>,
+    /// The sets of features allowed to meet on a path (none: any may;
+    /// docs/algorithms.md, "Interaction constraints").
+    pub interactions: Interactions,
 }
 
 impl GrowSettings {
@@ -103,6 +111,13 @@ impl GrowSettings {
         self.category_penalty > 0.0
             && !self.random_splitter
             && mappers.into_iter().any(|m| m.is_categorical() && m.n_bins() > UNCHARGED_DEGREES + 2)
+    }
+    /// The constraints of a split search on feature `f` at a node whose
+    /// values must stay in `bounds`: `c` with `f`'s monotone direction.
+    #[inline]
+    pub(crate) fn on_feature(&self, c: &SplitConstraints, f: usize, bounds: Monotone) -> SplitConstraints {
+        let direction = self.monotone.get(f).copied().unwrap_or(0);
+        SplitConstraints { monotone: Monotone { direction, ..bounds }, ..*c }
     }
 }
 
@@ -130,6 +145,12 @@ struct Pending {
     stats: Stats,
     /// Histograms of every feature (subtraction mode), when already known.
     hist: Option<Vec<f64>>,
+    /// The range the node's values must stay in under monotone
+    /// constraints (its direction unused): [`Monotone::NONE`] without them.
+    bounds: Monotone,
+    /// The features the splits above the node used, tracked under
+    /// interaction constraints only (else empty).
+    path: FeatureSet,
 }
 
 impl Pending {
@@ -368,7 +389,16 @@ pub(crate) fn grow_tree(
         scratch: &mut scratch,
         rows: &mut rows,
     };
-    let root = Pending { node: 0, start: 0, end: n, depth: 0, stats: root_stats, hist: None };
+    let root = Pending {
+        node: 0,
+        start: 0,
+        end: n,
+        depth: 0,
+        stats: root_stats,
+        hist: None,
+        bounds: Monotone::NONE,
+        path: FeatureSet::default(),
+    };
     if settings.max_leaf_nodes == 0 {
         grower.depth_first(root);
     } else {
@@ -702,6 +732,8 @@ mod tests {
             max_leaf_nodes: 0,
             fork_min_rows: 0,
             row_records: true,
+            monotone: Vec::new(),
+            interactions: Interactions::default(),
         };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let tree_weights = TreeWeights { counts: Cow::Borrowed(counts), weights };
@@ -816,6 +848,8 @@ mod tests {
             max_leaf_nodes: 0,
             fork_min_rows: 0,
             row_records: true,
+            monotone: Vec::new(),
+            interactions: Interactions::default(),
         };
         let rows: Vec<u32> = (0..n as u32).collect();
         let on = |fork_min_rows| {

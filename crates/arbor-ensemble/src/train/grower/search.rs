@@ -61,6 +61,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         // split's gain could beat the best merit so far, then scales the charge.
         let per_degree = SplitConstraints { category_charge: 1.0, ..self.data.settings.constraints };
         let c = if self.data.chargeable { &per_degree } else { &self.data.settings.constraints };
+        let settings = self.data.settings;
         let h = known.unwrap_or_else(|| {
             self.buffers.layout.build(
                 matrix,
@@ -76,7 +77,11 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             .into_par_iter()
             .with_min_len(4)
             .map(|f| {
+                if !settings.interactions.allows(&p.path, f) {
+                    return None;
+                }
                 let fh = layout.feature(&h, f);
+                let c = &settings.on_feature(c, f, p.bounds);
                 (occupied_bins(fh, stride, criterion) >= 2)
                     .then(|| best_split(fh, stride, criterion, c, matrix.mapper(f).is_categorical()))
                     .flatten()
@@ -123,11 +128,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 draw_feature(&mut self.buffers.perm, i, rng);
             }
             let f = self.buffers.perm[i];
+            if !settings.interactions.allows(&p.path, f) {
+                continue; // not allowed on this path: does not count towards features_per_node
+            }
             let mapper = matrix.mapper(f);
             let n_bins = mapper.n_bins();
             let categorical = mapper.is_categorical();
             let charged = categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2;
             let c = if charged { &per_degree } else { &settings.constraints };
+            let c = &settings.on_feature(c, f, p.bounds);
             // Only a gain above the best merit so far can win (a charge only lowers it).
             let floor = best.as_ref().map_or(f64::NEG_INFINITY, |(_, b)| b.merit());
             let candidate = if settings.random_splitter {
