@@ -17,7 +17,7 @@ fn check(bins: Vec<u8>, labels: Vec<u32>, weights: Vec<f64>, n_bins: usize, cate
     let classes: Vec<u32> = labels.iter().map(|l| l % 3).collect();
     let target = match criterion {
         Criterion::Gini | Criterion::Entropy => HistogramTarget::Classes { labels: &classes, n_classes: 3 },
-        Criterion::Mse => HistogramTarget::Values { y: &y },
+        Criterion::Mse | Criterion::Poisson => HistogramTarget::Values { y: &y },
         Criterion::Newton { .. } => HistogramTarget::Gradients { grad: &y, hess: &weights },
     };
     let stride = target.stride();
@@ -49,6 +49,7 @@ fn criterion() -> impl Strategy<Value = Criterion> {
         Just(Criterion::Gini),
         Just(Criterion::Entropy),
         Just(Criterion::Mse),
+        Just(Criterion::Poisson),
         Just(Criterion::Newton { lambda: 1.0 })
     ]
 }

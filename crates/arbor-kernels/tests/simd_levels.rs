@@ -32,6 +32,7 @@ fn criterion() -> impl Strategy<Value = Criterion> {
         Just(Criterion::Gini),
         Just(Criterion::Entropy),
         Just(Criterion::Mse),
+        Just(Criterion::Poisson),
         (0.0..2.0f64).prop_map(|lambda| Criterion::Newton { lambda }),
     ]
 }
@@ -75,7 +76,7 @@ impl HistogramInput {
             Criterion::Gini | Criterion::Entropy => {
                 HistogramTarget::Classes { labels: &self.labels, n_classes: self.n_classes }
             }
-            Criterion::Mse => HistogramTarget::Values { y: &self.y },
+            Criterion::Mse | Criterion::Poisson => HistogramTarget::Values { y: &self.y },
             Criterion::Newton { .. } => HistogramTarget::Gradients { grad: &self.y, hess: &self.w },
         }
     }

@@ -85,6 +85,7 @@ def test_gradient_boosting_classifier_on_flights(flights):
             "diamonds_reg_train",
             "n_trees=4 monotone=carat:+1",
         ),
+        (arbor.RandomForestRegressor(n_trees=4, criterion="poisson"), "counts_reg_train", "n_trees=4 criterion=poisson"),
         (
             arbor.GradientBoostingRegressor(n_rounds=5, interaction_constraints=[["carat", "x"], ["cut", "color"]]),
             "diamonds_reg_train",

@@ -200,8 +200,12 @@ const IMPORTANCES: &[(&str, ImportanceKind)] = &[
     ("mda_scaled", ImportanceKind::MdaScaled),
 ];
 const SPLITTERS: &[(&str, bool)] = &[("best", false), ("random", true)];
-const CRITERIA: &[(&str, CriterionKind)] =
-    &[("gini", CriterionKind::Gini), ("entropy", CriterionKind::Entropy), ("mse", CriterionKind::Mse)];
+const CRITERIA: &[(&str, CriterionKind)] = &[
+    ("gini", CriterionKind::Gini),
+    ("entropy", CriterionKind::Entropy),
+    ("mse", CriterionKind::Mse),
+    ("poisson", CriterionKind::Poisson),
+];
 const VOTINGS: &[(&str, Voting)] = &[("weighted", Voting::Weighted), ("unweighted", Voting::Unweighted)];
 /// The losses by name; the parameters shown are placeholders that
 /// [`BoostingParams::resolve_loss`](crate::BoostingParams::resolve_loss) replaces with `alpha`, `huber_delta`
@@ -591,7 +595,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
     KeySpec {
         name: "criterion",
         applies: Applies::Forest,
-        about: "Impurity criterion: gini or entropy for classification, mse for regression \
+        about: "Impurity criterion: gini or entropy for classification, mse or poisson (counts) for regression \
                 (docs/algorithms.md, \"Split criteria\").",
         accepts: || choices(CRITERIA),
         set: |p, k, v| {
@@ -604,6 +608,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
                 (CriterionKind::Gini, _) | (CriterionKind::Default, Task::Classification) => "gini",
                 (CriterionKind::Entropy, _) => "entropy",
                 (CriterionKind::Mse, _) | (CriterionKind::Default, Task::Regression) => "mse",
+                (CriterionKind::Poisson, _) => "poisson",
             }
             .into()
         },

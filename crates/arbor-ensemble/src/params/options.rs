@@ -156,11 +156,14 @@ impl TrainParams {
             return Ok(());
         }
         match (task, self.forest.criterion) {
-            (Task::Classification, CriterionKind::Mse) => {
-                return Err(invalid("criterion", "mse is for regression; classification accepts gini or entropy"))
+            (Task::Classification, CriterionKind::Mse | CriterionKind::Poisson) => {
+                return Err(invalid(
+                    "criterion",
+                    "mse and poisson are for regression; classification accepts gini or entropy",
+                ))
             }
             (Task::Regression, CriterionKind::Gini | CriterionKind::Entropy) => {
-                return Err(invalid("criterion", "regression accepts mse only"))
+                return Err(invalid("criterion", "regression accepts mse or poisson"))
             }
             _ => {}
         }

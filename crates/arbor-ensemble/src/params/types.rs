@@ -72,6 +72,8 @@ pub enum CriterionKind {
     Entropy,
     /// Mean squared error.
     Mse,
+    /// Half the Poisson deviance (regression of counts; labels `>= 0`).
+    Poisson,
 }
 
 /// How the trees' answers are combined for classification.

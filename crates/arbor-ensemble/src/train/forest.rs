@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::train::walk_values::WalkValues;
-use crate::{Algorithm, CheckedParams, CriterionKind, ImportanceKind, Progress, Result, Task};
+use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Progress, Result, Task};
 
 /// The random stream of tree `index`: independent of the thread that grows it
 /// and of how many trees are grown, so a seed always gives the same forest.
@@ -58,6 +58,9 @@ pub(crate) fn train_forest(
     let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
     let monotone = crate::params::monotone::for_training(&fp.tree.monotone, &data.features, n_classes, None)?;
     let interactions = Interactions::new(&resolve_interactions(&fp.tree.interaction_constraints, &data.features)?);
+    if let (Criterion::Poisson, Target::Values(y)) = (forest_criterion(params, task), &data.target) {
+        check_counts(&data.label.name, y)?;
+    }
     let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
     let row_bins =
@@ -226,10 +229,25 @@ fn records_fit(data: &BinnedData, n_draws: usize, bootstrap: bool, n_trees: usiz
 /// The fewest bytes a finished tree's encoded section takes (a single leaf).
 pub(crate) const MIN_TREE_BYTES: usize = 32;
 
+/// Labels `criterion=poisson` can take: none below 0 (nor NaN), some above 0
+/// (a node of sum 0 has no Poisson split); the error names the label column.
+fn check_counts(label: &str, y: &[f64]) -> Result<()> {
+    if let Some(bad) = y.iter().find(|&&v| v < 0.0) {
+        return Err(ArborError::Data(format!("label '{label}': criterion=poisson needs labels >= 0, found {bad}")));
+    }
+    if !y.iter().any(|&v| v > 0.0) {
+        return Err(ArborError::Data(format!(
+            "label '{label}': criterion=poisson needs a positive label somewhere (every label is 0)"
+        )));
+    }
+    Ok(())
+}
+
 /// The impurity criterion a forest's trees split by.
 pub(crate) fn forest_criterion(params: &CheckedParams, task: Task) -> Criterion {
     match (params.forest.criterion, task) {
         (CriterionKind::Entropy, _) => Criterion::Entropy,
+        (CriterionKind::Poisson, _) => Criterion::Poisson,
         (_, Task::Classification) => Criterion::Gini,
         (_, Task::Regression) => Criterion::Mse,
     }

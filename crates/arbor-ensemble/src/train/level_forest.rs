@@ -56,7 +56,7 @@ use crate::train::grower::{
 use crate::train::importance::mean_decrease_impurity;
 use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
-use crate::{Algorithm, ArborError, CheckedParams, ImportanceKind, Result, Task, TrainParams};
+use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
 /// than [`IN_MEMORY_MIN_ROWS`]) is finished in memory from its rows.
@@ -265,6 +265,8 @@ impl LevelForest {
             "splitter random"
         } else if fp.max_leaf_nodes > 0 {
             "max_leaf_nodes"
+        } else if fp.criterion == CriterionKind::Poisson {
+            "criterion poisson"
         } else if !fp.tree.monotone.is_empty() {
             "monotone"
         } else if !fp.tree.interaction_constraints.is_empty() {

@@ -108,14 +108,14 @@ impl SplitKernel<'_> {
             let (_, total_weight) = count_weight(total, criterion);
             let node_mean = match criterion {
                 _ if total_weight <= 0.0 => 0.0,
-                Criterion::Mse => total[2] / total_weight,
+                Criterion::Mse | Criterion::Poisson => total[2] / total_weight,
                 Criterion::Newton { .. } => 0.0,
                 Criterion::Gini | Criterion::Entropy => total[key_class] / total_weight,
             };
             let key = |s: &[f64]| {
                 let (_, w) = count_weight(s, criterion);
                 let (num, den) = match criterion {
-                    Criterion::Mse => (s[2], w),
+                    Criterion::Mse | Criterion::Poisson => (s[2], w),
                     Criterion::Newton { lambda } => (s[1], w + lambda),
                     Criterion::Gini | Criterion::Entropy => (s[key_class], w),
                 };
@@ -282,6 +282,28 @@ mod tests {
             hist.extend([n, n, n * mean]);
         }
         hist
+    }
+
+    /// Poisson: the gain is the fall in half the Poisson deviance
+    /// `Σ y·ln(y/μ) − y + μ`, and no child of zero counts is made.
+    #[test]
+    fn poisson_gain_is_the_fall_in_half_the_deviance() {
+        let bins = [(3.0, 0.0), (4.0, 1.0), (5.0, 3.0), (2.0, 6.0)];
+        let half_deviance = |part: &[(f64, f64)]| {
+            let (n, s) = part.iter().fold((0.0, 0.0), |(n, s), &(k, y)| (n + k, s + k * y));
+            let mu = s / n;
+            part.iter().map(|&(k, y)| k * (if y > 0.0 { y * (y / mu).ln() } else { 0.0 } - y + mu)).sum::<f64>()
+        };
+        let split = best_split(&regression_hist(&bins), 3, Criterion::Poisson, &SplitConstraints::default(), false);
+        let s = split.unwrap();
+        let SplitRule::Threshold { bin, .. } = s.rule else { panic!("a threshold") };
+        let (left, right) = bins.split_at(bin as usize);
+        let expected = half_deviance(&bins) - half_deviance(left) - half_deviance(right);
+        assert!((s.gain - expected).abs() < 1e-9, "gain {} against {expected}", s.gain);
+        // Bin 1 alone (all zeros) would be the best squared-error split's left child; never Poisson's.
+        assert!(s.left[2] > 0.0 && s.right[2] > 0.0);
+        let zeros_alone = regression_hist(&[(50.0, 0.0), (1.0, 5.0)]);
+        assert!(best_split(&zeros_alone, 3, Criterion::Poisson, &SplitConstraints::default(), false).is_none());
     }
 
     #[test]

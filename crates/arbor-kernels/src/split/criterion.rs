@@ -11,6 +11,10 @@ pub enum Criterion {
     Entropy,
     /// Mean squared error, regression.
     Mse,
+    /// Half the Poisson deviance, regression of counts or rates (labels
+    /// `>= 0`; scikit-learn's `criterion="poisson"`). Its statistics are
+    /// MSE's.
+    Poisson,
     /// Gradient boosting: a node scores `G² / (H + lambda)` (docs/algorithms.md, "Gradient boosting").
     Newton {
         /// L2 regularization of leaf weights.
@@ -24,7 +28,7 @@ pub enum Criterion {
 #[inline(always)]
 pub fn count_weight(stats: &[f64], criterion: Criterion) -> (f64, f64) {
     match criterion {
-        Criterion::Mse => (stats[0], stats[1]),
+        Criterion::Mse | Criterion::Poisson => (stats[0], stats[1]),
         Criterion::Newton { .. } => (stats[0], stats[2]),
         Criterion::Gini | Criterion::Entropy => {
             let n = stats.len() - 1;
@@ -38,7 +42,7 @@ pub fn count_weight(stats: &[f64], criterion: Criterion) -> (f64, f64) {
 #[inline(always)]
 pub fn count(stats: &[f64], criterion: Criterion) -> f64 {
     match criterion {
-        Criterion::Mse | Criterion::Newton { .. } => stats[0],
+        Criterion::Mse | Criterion::Poisson | Criterion::Newton { .. } => stats[0],
         Criterion::Gini | Criterion::Entropy => stats[stats.len() - 1],
     }
 }
@@ -74,6 +78,19 @@ pub fn node_score(stats: &[f64], criterion: Criterion) -> f64 {
                 stats[1] * stats[1] / h
             } else {
                 0.0
+            }
+        }
+        // Half the Poisson deviance of a node of weight `W` and weighted
+        // sum `S` is `Σ w·y·ln y − S·ln(S/W)`, its first term the same for
+        // a node and its children. A child of sum 0 would predict 0, of
+        // infinite deviance for any later positive count: it scores −∞,
+        // so no split makes one (as scikit-learn refuses it).
+        Criterion::Poisson => {
+            let (s, w) = (stats[2], stats[1]);
+            match () {
+                _ if w <= 0.0 => 0.0,
+                _ if s <= 0.0 => f64::NEG_INFINITY,
+                _ => s * (s / w).ln(),
             }
         }
         Criterion::Gini => {

@@ -129,7 +129,7 @@ pub fn node_value(stats: &[f64], criterion: Criterion) -> f64 {
                 0.0
             }
         }
-        Criterion::Mse if w > 0.0 => stats[2] / w,
+        Criterion::Mse | Criterion::Poisson if w > 0.0 => stats[2] / w,
         Criterion::Gini | Criterion::Entropy if w > 0.0 => stats[1] / w,
         _ => 0.0,
     }

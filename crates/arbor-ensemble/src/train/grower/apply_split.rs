@@ -209,7 +209,7 @@ fn clamp_leaf(value: &mut [f64], stats: &[f64], criterion: Criterion, scale: f64
             value[1] = clamped;
         }
         Criterion::Newton { .. } => value[0] = clamped * scale,
-        Criterion::Mse => value[0] = clamped,
+        Criterion::Mse | Criterion::Poisson => value[0] = clamped,
     }
 }
 

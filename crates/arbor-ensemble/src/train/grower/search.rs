@@ -346,6 +346,12 @@ fn charged_constraints(
         (Criterion::Mse, &HistogramTarget::Values { .. }) => {
             node_variance_until(data, records, rows, p, (p.stats[2] / w, w, f64::INFINITY))
         }
+        // Half the Poisson deviance a split of noise gains is about `χ²/2`
+        // times the responses' dispersion (variance over mean; 1 for Poisson counts).
+        (Criterion::Poisson, &HistogramTarget::Values { .. }) if p.stats[2] > 0.0 => {
+            let mean = p.stats[2] / w;
+            node_variance_until(data, records, rows, p, (mean, w, f64::INFINITY)) / (2.0 * mean)
+        }
         (Criterion::Newton { .. }, target) => gradient_noise(target, node_rows(rows, records, p), p.stats[2]),
         _ => 0.0,
     };
