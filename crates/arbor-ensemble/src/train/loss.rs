@@ -385,6 +385,15 @@ pub(crate) fn weighted_quantile(pairs: impl Iterator<Item = (f64, f64)>, level: 
     if pairs.is_empty() {
         return 0.0;
     }
+    if pairs.iter().all(|&(_, w)| w == 1.0) {
+        // Unit weights (no sample weights): the `k`-th smallest value, `k`
+        // the first count reaching `level·n` (counts add exactly), found by
+        // selection in linear time instead of a sort: the same value.
+        let n = pairs.len();
+        let k = ((level * n as f64).ceil() as usize).clamp(1, n);
+        let (_, kth, _) = pairs.select_nth_unstable_by(k - 1, |a, b| a.0.total_cmp(&b.0));
+        return kth.0;
+    }
     pairs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
     let total: f64 = pairs.iter().map(|&(_, w)| w).sum();
     let goal = level * total;
@@ -421,6 +430,26 @@ pub(crate) fn softmax(raw: &[f64], out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Unit weights take the selection path, which finds the value the
+    /// walk over the sorted values finds, at every level and count.
+    #[test]
+    fn selected_quantiles_are_the_sorted_ones() {
+        let values: Vec<f64> = (0..1001).map(|i| f64::from((i * 7919) % 613) - 300.0).collect();
+        for level in [0.001, 0.1, 0.25, 0.5, 0.9, 0.999, 1.0 / 3.0] {
+            for n in [1, 2, 3, 10, 11, 1001] {
+                let selected = weighted_quantile(values[..n].iter().map(|&v| (v, 1.0)), level);
+                let mut sorted = values[..n].to_vec();
+                sorted.sort_by(f64::total_cmp);
+                let mut seen = 0.0;
+                let walked = sorted.iter().copied().find(|_| {
+                    seen += 1.0;
+                    seen >= level * n as f64
+                });
+                assert_eq!(selected, walked.unwrap_or(sorted[n - 1]), "level {level}, {n} values");
+            }
+        }
+    }
 
     /// Gradients and hessians agree with finite differences of the loss value.
     #[test]

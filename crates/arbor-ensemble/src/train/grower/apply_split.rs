@@ -8,7 +8,7 @@ use arbor_kernels::{
 
 use rand::Rng;
 
-use super::{bin_of, cart_midpoint, leaf_value, node_cover, Grower, Pending, PARALLEL_ROWS};
+use super::{bin_of, cart_midpoint, leaf_value, node_cover, Grower, Limits, Pending, PARALLEL_ROWS};
 use crate::model::tree::{Node, SplitTest};
 
 impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
@@ -38,14 +38,17 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.cover[p.node] = node_cover(&p.stats, criterion);
         self.tree.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
-        let (l_bounds, r_bounds) = if self.data.settings.monotone.is_empty() {
-            (p.bounds, p.bounds)
-        } else {
-            let node = SplitConstraints::default();
-            let on_f = self.data.settings.on_feature(&node, f, p.bounds).monotone;
-            on_f.children(&split.left, &split.right, criterion)
+        let (left_limits, right_limits) = match p.limits {
+            None => (None, None),
+            Some(limits) => {
+                let settings = self.data.settings;
+                let on_f = settings.on_feature(&SplitConstraints::default(), f, limits.bounds).monotone;
+                let (left, right) = on_f.children(&split.left, &split.right, criterion);
+                let path = if settings.interactions.is_empty() { limits.path } else { limits.path.with(f) };
+                let left = Limits { bounds: left, path: path.clone() };
+                (Some(Box::new(left)), Some(Box::new(Limits { bounds: right, path })))
+            }
         };
-        let path = if self.data.settings.interactions.is_empty() { p.path } else { p.path.with(f) };
         let (mut left_hist, mut right_hist) = (None, None);
         if let Some(parent) = node_hist {
             let (nl, wl) = count_weight(&split.left, criterion);
@@ -84,8 +87,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 depth,
                 stats: split.left,
                 hist: left_hist,
-                bounds: l_bounds,
-                path: path.clone(),
+                limits: left_limits,
             },
             Pending {
                 node: left + 1,
@@ -94,8 +96,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 depth,
                 stats: split.right,
                 hist: right_hist,
-                bounds: r_bounds,
-                path,
+                limits: right_limits,
             },
         )
     }
@@ -184,8 +185,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.cover[p.node] = node_cover(&p.stats, self.data.settings.criterion);
         let settings = self.data.settings;
         leaf_value(&p.stats, self.data.target, settings.criterion, settings.leaf_scale, &mut self.tree.values);
-        if p.bounds != Monotone::NONE {
-            clamp_leaf(&mut self.tree.values[offset..], &p.stats, settings.criterion, settings.leaf_scale, &p.bounds);
+        if let Some(bounds) = p.limits.as_ref().map(|limits| &limits.bounds).filter(|b| **b != Monotone::NONE) {
+            clamp_leaf(&mut self.tree.values[offset..], &p.stats, settings.criterion, settings.leaf_scale, bounds);
         }
         if self.records.is_none() {
             self.tree.leaves.push((offset, p.start..p.end));

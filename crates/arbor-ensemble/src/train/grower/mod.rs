@@ -112,6 +112,11 @@ impl GrowSettings {
             && !self.random_splitter
             && mappers.into_iter().any(|m| m.is_categorical() && m.n_bins() > UNCHARGED_DEGREES + 2)
     }
+    /// Whether monotone or interaction constraints apply: nodes then track their [`Limits`].
+    fn constrained(&self) -> bool {
+        !self.monotone.is_empty() || !self.interactions.is_empty()
+    }
+
     /// The constraints of a split search on feature `f` at a node whose
     /// values must stay in `bounds`: `c` with `f`'s monotone direction.
     #[inline]
@@ -145,11 +150,19 @@ struct Pending {
     stats: Stats,
     /// Histograms of every feature (subtraction mode), when already known.
     hist: Option<Vec<f64>>,
-    /// The range the node's values must stay in under monotone
-    /// constraints (its direction unused): [`Monotone::NONE`] without them.
+    /// What constraints leave the node; `None` without constraints (a
+    /// node then carries one pointer for them, not their sets).
+    limits: Option<Box<Limits>>,
+}
+
+/// What monotone and interaction constraints leave a node.
+#[derive(Clone, Debug, Default)]
+struct Limits {
+    /// The range the node's values must stay in ([`Monotone::NONE`]
+    /// without monotone constraints; its direction unused).
     bounds: Monotone,
-    /// The features the splits above the node used, tracked under
-    /// interaction constraints only (else empty).
+    /// The features the splits above the node used (empty without
+    /// interaction constraints).
     path: FeatureSet,
 }
 
@@ -396,8 +409,9 @@ pub(crate) fn grow_tree(
         depth: 0,
         stats: root_stats,
         hist: None,
-        bounds: Monotone::NONE,
-        path: FeatureSet::default(),
+        limits: settings
+            .constrained()
+            .then(|| Box::new(Limits { bounds: Monotone::NONE, path: FeatureSet::default() })),
     };
     if settings.max_leaf_nodes == 0 {
         grower.depth_first(root);

@@ -77,11 +77,16 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             .into_par_iter()
             .with_min_len(4)
             .map(|f| {
-                if !settings.interactions.allows(&p.path, f) {
-                    return None;
-                }
+                let on_f;
+                let c = match &p.limits {
+                    Some(limits) if !settings.interactions.allows(&limits.path, f) => return None,
+                    Some(limits) => {
+                        on_f = settings.on_feature(c, f, limits.bounds);
+                        &on_f
+                    }
+                    None => c,
+                };
                 let fh = layout.feature(&h, f);
-                let c = &settings.on_feature(c, f, p.bounds);
                 (occupied_bins(fh, stride, criterion) >= 2)
                     .then(|| best_split(fh, stride, criterion, c, matrix.mapper(f).is_categorical()))
                     .flatten()
@@ -128,7 +133,7 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 draw_feature(&mut self.buffers.perm, i, rng);
             }
             let f = self.buffers.perm[i];
-            if !settings.interactions.allows(&p.path, f) {
+            if p.limits.as_ref().is_some_and(|limits| !settings.interactions.allows(&limits.path, f)) {
                 continue; // not allowed on this path: does not count towards features_per_node
             }
             let mapper = matrix.mapper(f);
@@ -136,7 +141,14 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             let categorical = mapper.is_categorical();
             let charged = categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2;
             let c = if charged { &per_degree } else { &settings.constraints };
-            let c = &settings.on_feature(c, f, p.bounds);
+            let on_f;
+            let c = match &p.limits {
+                Some(limits) => {
+                    on_f = settings.on_feature(c, f, limits.bounds);
+                    &on_f
+                }
+                None => c,
+            };
             // Only a gain above the best merit so far can win (a charge only lowers it).
             let floor = best.as_ref().map_or(f64::NEG_INFINITY, |(_, b)| b.merit());
             let candidate = if settings.random_splitter {
