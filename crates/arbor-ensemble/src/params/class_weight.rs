@@ -11,11 +11,13 @@ use crate::{Result, TrainParams};
 /// The key's name, as errors say it.
 const KEY: &str = "class_weight";
 
-/// Parses `balanced`, or `class:weight,...` (a class's name is everything
-/// before its last `:`; weights finite and above 0; each class once).
+/// Parses `balanced`, `none`, or `class:weight,...` (a class's name is
+/// everything before its last `:`; weights finite and above 0; each class once).
 pub(crate) fn parse(value: &str) -> Result<ClassWeight> {
-    if value == "balanced" {
-        return Ok(ClassWeight::Balanced);
+    match value {
+        "balanced" => return Ok(ClassWeight::Balanced),
+        "none" => return Ok(ClassWeight::None),
+        _ => {}
     }
     let mut given: Vec<(String, f64)> = Vec::new();
     for item in value.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
@@ -102,6 +104,7 @@ mod tests {
     #[test]
     fn class_weights_parse_and_show_back() {
         assert_eq!(parse("balanced").unwrap(), ClassWeight::Balanced);
+        assert_eq!(parse("none").unwrap(), ClassWeight::None);
         let given = parse("yes:5, no:0.5").unwrap();
         assert_eq!(given, ClassWeight::Given(vec![("yes".into(), 5.0), ("no".into(), 0.5)]));
         assert_eq!(show(&given), "yes:5,no:0.5");

@@ -11,9 +11,12 @@ use crate::{Feature, Result};
 const KEY: &str = "interaction_constraints";
 
 /// Parses `[a,b],[c,d,e]`: bracketed lists of feature names, separated by
-/// commas or spaces. A set holds at least one feature, each once.
+/// commas or spaces, or `none`. A set holds at least one feature, each once.
 pub(crate) fn parse(value: &str) -> Result<InteractionSets> {
     let mut sets: InteractionSets = Vec::new();
+    if value == "none" {
+        return Ok(sets);
+    }
     let mut rest = value.trim();
     while !rest.is_empty() {
         let Some(body) = rest.strip_prefix('[') else {
@@ -75,7 +78,7 @@ mod tests {
         assert_eq!(sets, expected);
         assert_eq!(show(&sets), "[a,b],[c,d,e],[f]");
         assert_eq!(parse(&show(&sets)).unwrap(), sets);
-        assert!(parse("").unwrap().is_empty());
+        assert!(parse("").unwrap().is_empty() && parse("none").unwrap().is_empty());
     }
 
     #[test]

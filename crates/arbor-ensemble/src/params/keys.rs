@@ -158,6 +158,15 @@ fn name_of<T: PartialEq>(table: &[(&'static str, T)], value: T) -> String {
     table.iter().find(|(_, v)| *v == value).map_or("", |(name, _)| name).into()
 }
 
+/// `none` for a list option left empty (the reference page's default), else the list.
+fn none_if_empty(shown: String) -> String {
+    if shown.is_empty() {
+        "none".into()
+    } else {
+        shown
+    }
+}
+
 /// Booleans, for the reference page.
 fn booleans() -> String {
     "`true` or `false`".into()
@@ -713,13 +722,13 @@ pub(crate) const KEYS: &[KeySpec] = &[
         applies: Applies::Both,
         about: "Features the prediction may only rise (`+1`) or only fall (`-1`) with, numeric ones only \
                 (docs/algorithms.md, \"Monotone constraints\"); recorded only when set.",
-        accepts: || "`feature:+1,other:-1` (directions `+1`, `-1` or `0`)".into(),
+        accepts: || "`feature:+1,other:-1` (directions `+1`, `-1` or `0`), or `none`".into(),
         set: |p, _, v| {
             let v = monotone::parse(v)?;
             both(p, |t| t.monotone = v.clone())
         },
         check: any,
-        value: |r| monotone::show(&r.tree().monotone),
+        value: |r| none_if_empty(monotone::show(&r.tree().monotone)),
         recorded: |p| !p.tree().monotone.is_empty(),
     },
     KeySpec {
@@ -727,13 +736,13 @@ pub(crate) const KEYS: &[KeySpec] = &[
         applies: Applies::Both,
         about: "Sets of features allowed to meet on one path of a tree (a feature in no set stands alone) \
                 (docs/algorithms.md, \"Interaction constraints\"); recorded only when set.",
-        accepts: || "`[a,b],[c,d,e]`".into(),
+        accepts: || "`[a,b],[c,d,e]`, or `none`".into(),
         set: |p, _, v| {
             let v = interactions::parse(v)?;
             both(p, |t| t.interaction_constraints = v.clone())
         },
         check: any,
-        value: |r| interactions::show(&r.tree().interaction_constraints),
+        value: |r| none_if_empty(interactions::show(&r.tree().interaction_constraints)),
         recorded: |p| !p.tree().interaction_constraints.is_empty(),
     },
     KeySpec {
@@ -741,7 +750,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         applies: Applies::Both,
         about: "Classification: each class's weight, multiplied into its rows' sample weights; `balanced` \
                 weighs each class `n / (k · n_c)`; recorded only when set.",
-        accepts: || "`balanced` or `class:weight,...` (weights > 0; classes not named weigh 1)".into(),
+        accepts: || "`balanced`, `class:weight,...` (weights > 0; classes not named weigh 1), or `none`".into(),
         set: |p, _, v| {
             p.class_weight = class_weight::parse(v)?;
             Ok(())

@@ -13,9 +13,12 @@ use arbor_quantize::FeatureType;
 const KEY: &str = "monotone";
 
 /// Parses `feature:+1,other:-1` (directions `+1`, `1`, `-1` or `0`; a
-/// feature's name is everything before its last `:`). Each feature once.
+/// feature's name is everything before its last `:`), or `none`. Each feature once.
 pub(crate) fn parse(value: &str) -> Result<MonotoneConstraints> {
     let mut out: MonotoneConstraints = Vec::new();
+    if value == "none" {
+        return Ok(out);
+    }
     for item in value.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()) {
         let Some((name, direction)) = item.rsplit_once(':') else {
             return Err(invalid(KEY, format!("expected feature:+1 or feature:-1, got '{item}'")));
@@ -134,7 +137,7 @@ mod tests {
         assert_eq!(parsed, expected);
         assert_eq!(show(&parsed), "price:+1,age:-1,size:+1,odd:name:0");
         assert_eq!(parse(&show(&parsed)).unwrap(), parsed);
-        assert!(parse("").unwrap().is_empty());
+        assert!(parse("").unwrap().is_empty() && parse("none").unwrap().is_empty());
     }
 
     #[test]
