@@ -51,10 +51,11 @@ pub(crate) fn show(weights: &ClassWeight) -> String {
 
 /// Each class's factor (classes in the label's order, `names`), from
 /// `class_weight` and `scale_pos_weight`; `None` when every factor is 1.
-/// `counts` are the training rows per class (for `balanced`). A class
+/// `labels` are the training rows' class indices, counted for `balanced`
+/// only. A class
 /// weight on a regression label, a name that is not a class, or
 /// `scale_pos_weight` without two classes is an error naming it.
-pub(crate) fn factors(params: &TrainParams, names: Option<&[String]>, counts: &[usize]) -> Result<Option<Vec<f64>>> {
+pub(crate) fn factors(params: &TrainParams, names: Option<&[String]>, labels: &[u32]) -> Result<Option<Vec<f64>>> {
     let scale = params.boosting.scale_pos_weight;
     let scaled = params.algorithm.0 == crate::Algorithm::GradientBoosting && scale != 1.0;
     if params.class_weight == ClassWeight::None && !scaled {
@@ -68,8 +69,10 @@ pub(crate) fn factors(params: &TrainParams, names: Option<&[String]>, counts: &[
     match &params.class_weight {
         ClassWeight::None => {}
         ClassWeight::Balanced => {
-            let (n, k) = (counts.iter().sum::<usize>() as f64, names.len() as f64);
-            for (f, &count) in factors.iter_mut().zip(counts) {
+            let mut counts = vec![0usize; names.len()];
+            labels.iter().for_each(|&label| counts[label as usize] += 1);
+            let (n, k) = (labels.len() as f64, names.len() as f64);
+            for (f, &count) in factors.iter_mut().zip(&counts) {
                 if count > 0 {
                     *f = n / (k * count as f64);
                 }
@@ -125,18 +128,19 @@ mod tests {
     fn factors_follow_the_classes() {
         let names: Vec<String> = vec!["no".into(), "yes".into()];
         let params = |options: &str| TrainParams::parse_options(options).unwrap();
-        let balanced = factors(&params("class_weight=balanced"), Some(&names), &[30, 10]).unwrap().unwrap();
+        let labels: Vec<u32> = [0; 30].into_iter().chain([1; 10]).collect();
+        let balanced = factors(&params("class_weight=balanced"), Some(&names), &labels).unwrap().unwrap();
         assert_eq!(balanced, vec![40.0 / 60.0, 40.0 / 20.0]);
         let scaled = params("algorithm=gradient-boosting class_weight=yes:2 scale_pos_weight=3");
-        assert_eq!(factors(&scaled, Some(&names), &[30, 10]).unwrap().unwrap(), vec![1.0, 6.0]);
-        assert_eq!(factors(&params("n_trees=3"), Some(&names), &[30, 10]).unwrap(), None);
-        let unknown = factors(&params("class_weight=maybe:2"), Some(&names), &[30, 10]).unwrap_err().to_string();
+        assert_eq!(factors(&scaled, Some(&names), &labels).unwrap().unwrap(), vec![1.0, 6.0]);
+        assert_eq!(factors(&params("n_trees=3"), Some(&names), &labels).unwrap(), None);
+        let unknown = factors(&params("class_weight=maybe:2"), Some(&names), &labels).unwrap_err().to_string();
         assert!(unknown.contains("'maybe' is not a class of the label; the classes are no, yes"), "{unknown}");
         let regression = factors(&params("class_weight=balanced"), None, &[]).unwrap_err().to_string();
         assert!(regression.contains("option 'class_weight': applies to classification"), "{regression}");
         let three: Vec<String> = vec!["a".into(), "b".into(), "c".into()];
         let scale = params("algorithm=gradient-boosting scale_pos_weight=2");
-        let message = factors(&scale, Some(&three), &[1, 1, 1]).unwrap_err().to_string();
+        let message = factors(&scale, Some(&three), &[0, 1, 2]).unwrap_err().to_string();
         assert!(message.contains("option 'scale_pos_weight': applies to two classes"), "{message}");
     }
 }

@@ -22,12 +22,13 @@ use crate::params::interactions::resolve as resolve_interactions;
 use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, fill_row_stats, grow_tree, GrowSettings, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance;
+use crate::train::loss::check_positive_labels;
 use crate::train::out_of_bag::{self, OobFold, OutOfBag};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::train::walk_values::WalkValues;
-use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Progress, Result, Task};
+use crate::{Algorithm, CheckedParams, CriterionKind, ImportanceKind, Progress, Result, Task};
 
 /// The random stream of tree `index`: independent of the thread that grows it
 /// and of how many trees are grown, so a seed always gives the same forest.
@@ -59,7 +60,7 @@ pub(crate) fn train_forest(
     let monotone = crate::params::monotone::for_training(&fp.tree.monotone, &data.features, n_classes, None)?;
     let interactions = Interactions::new(&resolve_interactions(&fp.tree.interaction_constraints, &data.features)?);
     if let (Criterion::Poisson, Target::Values(y)) = (forest_criterion(params, task), &data.target) {
-        check_counts(&data.label.name, y)?;
+        check_positive_labels(&data.label.name, y, "criterion=poisson", false)?;
     }
     let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
@@ -228,20 +229,6 @@ fn records_fit(data: &BinnedData, n_draws: usize, bootstrap: bool, n_trees: usiz
 
 /// The fewest bytes a finished tree's encoded section takes (a single leaf).
 pub(crate) const MIN_TREE_BYTES: usize = 32;
-
-/// Labels `criterion=poisson` can take: none below 0 (nor NaN), some above 0
-/// (a node of sum 0 has no Poisson split); the error names the label column.
-fn check_counts(label: &str, y: &[f64]) -> Result<()> {
-    if let Some(bad) = y.iter().find(|&&v| v < 0.0) {
-        return Err(ArborError::Data(format!("label '{label}': criterion=poisson needs labels >= 0, found {bad}")));
-    }
-    if !y.iter().any(|&v| v > 0.0) {
-        return Err(ArborError::Data(format!(
-            "label '{label}': criterion=poisson needs a positive label somewhere (every label is 0)"
-        )));
-    }
-    Ok(())
-}
 
 /// The impurity criterion a forest's trees split by.
 pub(crate) fn forest_criterion(params: &CheckedParams, task: Task) -> Criterion {

@@ -216,25 +216,12 @@ impl Loss {
     /// Tweedie) must be `>= 0` with a positive mean, Gamma's labels `> 0`.
     /// The error names the label column, the loss and the first bad value.
     pub(crate) fn check_labels(self, label: &str, y: &[f64]) -> Result<()> {
-        let (admits, needs): (fn(f64) -> bool, &str) = match self {
-            Loss::Poisson | Loss::Tweedie { .. } => (|v| v >= 0.0, ">= 0"),
-            Loss::Gamma => (|v| v > 0.0, "> 0"),
+        let strict = match self {
+            Loss::Poisson | Loss::Tweedie { .. } => false,
+            Loss::Gamma => true,
             _ => return Ok(()),
         };
-        if let Some(bad) = y.iter().find(|&&v| !admits(v)) {
-            return Err(ArborError::Data(format!(
-                "label '{label}': loss={} needs labels {needs}, found {bad}",
-                self.name()
-            )));
-        }
-        if !y.iter().any(|&v| v > 0.0) {
-            return Err(ArborError::Data(format!(
-                "label '{label}': loss={} needs a positive label somewhere (every label is 0, \
-                 so the mean has no logarithm)",
-                self.name()
-            )));
-        }
-        Ok(())
+        check_positive_labels(label, y, &format!("loss={}", self.name()), strict)
     }
 
     /// The value a leaf of a re-fitted loss ([`Loss::refits_leaves`]) takes
@@ -375,6 +362,24 @@ fn sign(d: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Labels of a count or amount model (`loss=poisson`, `criterion=poisson`,
+/// ...; `option` names it): none below 0 (`strict`: none at 0 either), and
+/// some above 0 (all zero, the mean has no logarithm and no node splits);
+/// the error names the label column, the option and the first value refused.
+pub(crate) fn check_positive_labels(label: &str, y: &[f64], option: &str, strict: bool) -> Result<()> {
+    let (admits, needs): (fn(f64) -> bool, &str) = if strict { (|v| v > 0.0, "> 0") } else { (|v| v >= 0.0, ">= 0") };
+    if let Some(bad) = y.iter().find(|&&v| !admits(v)) {
+        return Err(ArborError::Data(format!("label '{label}': {option} needs labels {needs}, found {bad}")));
+    }
+    if !y.iter().any(|&v| v > 0.0) {
+        return Err(ArborError::Data(format!(
+            "label '{label}': {option} needs a positive label somewhere (every label is 0, \
+             so the mean has no logarithm)"
+        )));
+    }
+    Ok(())
 }
 
 /// The weighted `level`-quantile of `(value, weight)` pairs: the smallest

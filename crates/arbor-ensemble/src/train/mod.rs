@@ -93,11 +93,7 @@ fn weigh_classes<'a>(mut data: Cow<'a, BinnedData>, params: &CheckedParams) -> R
         Target::Classes(labels) => labels.as_slice(),
         Target::Values(_) => &[],
     };
-    let mut counts = vec![0; names.as_ref().map_or(0, Vec::len)];
-    for &label in labels {
-        counts[label as usize] += 1;
-    }
-    let Some(factors) = class_weight::factors(params, names.as_deref(), &counts)? else {
+    let Some(factors) = class_weight::factors(params, names.as_deref(), labels)? else {
         return Ok(data);
     };
     let own = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
