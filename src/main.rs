@@ -41,6 +41,16 @@ enum Foreign {
     LightgbmText,
 }
 
+impl Foreign {
+    /// The same format, as arbor's export names it.
+    fn export_format(self) -> arbor_ensemble::ExportFormat {
+        match self {
+            Foreign::XgboostJson => arbor_ensemble::ExportFormat::XgboostJson,
+            Foreign::LightgbmText => arbor_ensemble::ExportFormat::LightgbmText,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Train a model on a Parquet file.
@@ -140,6 +150,19 @@ enum Command {
         #[arg(long)]
         input: PathBuf,
         /// Where to write the arbor model.
+        #[arg(long)]
+        output: PathBuf,
+    },
+    /// Write an arbor model as an XGBoost (JSON) or LightGBM (text) model,
+    /// for the servers that load those (treelite, Triton FIL, the libraries).
+    Export {
+        /// The format to write.
+        #[arg(long, value_enum)]
+        format: Foreign,
+        /// The arbor model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Where to write the exported model.
         #[arg(long)]
         output: PathBuf,
     },
@@ -285,6 +308,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 Foreign::LightgbmText => ImportFormat::LightgbmText,
             };
             eprintln!("{}", commands::import(format, &input, &output)?);
+        }
+        Command::Export { format, model, output } => {
+            eprintln!("{}", commands::export(format.export_format(), &model, &output)?);
         }
     }
     Ok(())

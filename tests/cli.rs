@@ -456,6 +456,41 @@ fn import_predict_and_draw_foreign_models() {
     assert!(!unwritten.exists(), "nothing is written on failure");
 }
 
+/// `arbor export` writes a model another library loads (here read back by
+/// `arbor import`: the Python tests load the files in XGBoost and LightGBM);
+/// what the format cannot hold fails with nothing written.
+#[test]
+fn export_writes_a_model_others_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model.arbor");
+    let rows = interop("flights_rows.parquet");
+    ok(&["import", "--format", "xgboost-json", "--input", s(&interop("xgb_binary.json")), "--output", s(&model)]);
+    let before = dir.path().join("before.parquet");
+    ok(&["predict", "--model", s(&model), "--input", s(&rows), "--output", s(&before), "--proba"]);
+    for format in ["lightgbm-text", "xgboost-json"] {
+        let exported = dir.path().join(format!("model.{format}"));
+        let report = arbor(&["export", "--format", format, "--model", s(&model), "--output", s(&exported)]);
+        assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+        let report = String::from_utf8(report.stderr).unwrap();
+        assert!(report.contains(&format!("as {format}: 20 trees")), "{report}");
+        let back = dir.path().join(format!("back.{format}.arbor"));
+        ok(&["import", "--format", format, "--input", s(&exported), "--output", s(&back)]);
+        let after = dir.path().join(format!("after.{format}.parquet"));
+        ok(&["predict", "--model", s(&back), "--input", s(&rows), "--output", s(&after), "--proba"]);
+        let column = |path: &Path| read(path).column_by_name("proba_1").unwrap().as_primitive::<Float64Type>().clone();
+        for (a, b) in column(&after).values().iter().zip(column(&before).values()) {
+            assert!((a - b).abs() <= 1e-6, "{format}: {a} vs {b}");
+        }
+    }
+
+    let zero = dir.path().join("zero.arbor");
+    ok(&["import", "--format", "lightgbm-text", "--input", s(&interop("lgb_reg_zero.txt")), "--output", s(&zero)]);
+    let unwritten = dir.path().join("never.json");
+    let err = fails(&["export", "--format", "xgboost-json", "--model", s(&zero), "--output", s(&unwritten)]);
+    assert!(err.contains("xgboost-json export: tree ") && err.contains("zero-as-missing"), "{err}");
+    assert!(!unwritten.exists(), "nothing is written on failure");
+}
+
 /// `arbor` with extra environment variables.
 fn arbor_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));

@@ -1,6 +1,7 @@
 //! The `arbor` subcommands.
 
 mod atomic_file;
+mod export;
 mod import;
 mod inspect;
 mod parquet_io;
@@ -11,6 +12,7 @@ mod sql;
 mod train;
 
 pub use atomic_file::AtomicFile;
+pub use export::export;
 pub use import::{import, ImportFormat};
 pub use inspect::{inspect, InspectFormat};
 pub use predict::{predict, PredictArgs};

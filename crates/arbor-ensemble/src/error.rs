@@ -51,6 +51,14 @@ pub enum ArborError {
         /// What is wrong or unsupported, naming the construct.
         message: String,
     },
+    /// A model could not be written in another tool's format.
+    #[error("{format} export: {message}")]
+    Export {
+        /// The foreign format, e.g. `lightgbm-text`.
+        format: &'static str,
+        /// What the format cannot hold, naming it.
+        message: String,
+    },
     /// Finished trees could not be kept in a temporary file.
     #[error("could not keep finished trees in a temporary file in '{}': {source}", dir.display())]
     Spill {

@@ -56,6 +56,7 @@ pub use data::summary::{LevelSummary, BIN_SAMPLE_ROWS};
 pub use error::{ArborError, Result};
 pub use explain::{contributions_type, Contributions, Explainer};
 pub use format::header::{fingerprint, FORMAT_VERSION, MAGIC};
+pub use interop::export::ExportFormat;
 pub use memory::{memory_limit, release_free_memory, set_memory_limit, with_memory_limit};
 pub use model::builder::{BuilderFeature, ModelBuilder, NodeId, Side, TreeBuilder};
 pub use model::feature::Feature;

@@ -112,20 +112,55 @@ impl Model {
     /// left behind), with an ordinary file's permissions.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let bytes = py.detach(|| self.inner.to_bytes());
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".arbor-").suffix(".tmp");
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let io = |e| io_error(&path, e);
-        let mut temp = builder.tempfile_in(&dir).map_err(io)?;
-        temp.write_all(&bytes).map_err(io)?;
-        temp.as_file().sync_all().map_err(io)?;
-        temp.persist(&path).map_err(|e| io(e.error))?;
-        Ok(())
+        write_whole(&path, &bytes)
+    }
+
+    /// Writes the model to `path` in another library's format: `format` is
+    /// `"xgboost-json"` or `"lightgbm-text"`. The file predicts what the
+    /// model predicts from the features `export_columns` gives; what the
+    /// format cannot hold is a ValueError naming it.
+    #[pyo3(signature = (path, format))]
+    fn export(&self, py: Python<'_>, path: PathBuf, format: &str) -> PyResult<()> {
+        let format: arbor_ensemble::ExportFormat = format.parse().map_err(value_error)?;
+        let bytes = py.detach(|| self.inner.export(format)).map_err(value_error)?;
+        write_whole(&path, &bytes)
+    }
+
+    /// The features of `data` as exported models read them: a pyarrow Table
+    /// of one Float64 column per feature, in the model's order; booleans as
+    /// 0 and 1, a category as its index in `feature_categories`, NaN for a
+    /// missing value or an unseen category.
+    fn export_columns<'py>(&self, py: Python<'py>, data: AnyRecordBatch) -> PyResult<Bound<'py, PyAny>> {
+        let batches = batches(data)?;
+        let model = &self.inner;
+        let schema = Arc::new(arrow::datatypes::Schema::new(
+            model
+                .features()
+                .iter()
+                .map(|f| arrow::datatypes::Field::new(&f.name, arrow::datatypes::DataType::Float64, false))
+                .collect::<Vec<_>>(),
+        ));
+        let converted = py.detach(|| -> PyResult<Vec<RecordBatch>> {
+            batches
+                .iter()
+                .map(|b| {
+                    let columns = model.export_columns(b).map_err(value_error)?;
+                    let arrays = columns
+                        .into_iter()
+                        .map(|c| Arc::new(arrow::array::Float64Array::from(c)) as ArrayRef)
+                        .collect();
+                    RecordBatch::try_new(schema.clone(), arrays).map_err(|e| PyValueError::new_err(e.to_string()))
+                })
+                .collect()
+        })?;
+        pyo3_arrow::PyTable::try_new(converted, schema)?.into_pyarrow(py)
+    }
+
+    /// Per feature, in the model's order: its categories in the order of
+    /// their codes in exported models, or None for a numeric feature.
+    #[getter]
+    fn feature_categories(&self) -> Vec<Option<Vec<String>>> {
+        (0..self.inner.features().len()).map(|f| self.inner.categories(f).map(<[String]>::to_vec)).collect()
     }
 
     /// The model's bytes: arbor's versioned, checksummed format.
@@ -267,4 +302,23 @@ impl Model {
             self.inner.features().len()
         )
     }
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file in the
+/// same directory, synced, then renamed over `path`.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> PyResult<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".arbor-").suffix(".tmp");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let io = |e| io_error(path, e);
+    let mut temp = builder.tempfile_in(&dir).map_err(io)?;
+    temp.write_all(bytes).map_err(io)?;
+    temp.as_file().sync_all().map_err(io)?;
+    temp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }

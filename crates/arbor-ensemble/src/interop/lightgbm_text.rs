@@ -16,6 +16,13 @@
 //! in the split's set, negative codes and missing values go right. Features
 //! trained from pandas `category` columns (the file's `pandas_categorical`)
 //! become arbor categorical features over the same strings.
+//!
+//! A regression model that averages its trees (`average_output`, LightGBM's
+//! `rf`) is an arbor regression forest. A file with no objective whose
+//! `num_class` outputs are averaged
+//! (`average_output`) is an exported arbor forest classifier: each run of
+//! `num_class` trees, one per class with the same splits, becomes one
+//! forest tree of class shares again.
 
 use std::collections::HashMap;
 
@@ -243,6 +250,38 @@ impl Model {
         if names.len() != n_features {
             return Err(error(format!("header: {} feature names for max_feature_idx {max_feature_idx}", names.len())));
         }
+        let pandas = pandas_categories(&tail, n_features)?;
+        let features: Vec<BuilderFeature> = names
+            .iter()
+            .zip(&pandas.categories)
+            .map(|(n, categories)| match categories {
+                Some(c) => BuilderFeature::categorical(*n, c.clone()),
+                None => BuilderFeature::numeric(*n),
+            })
+            .collect();
+        let version = header.values.get("version").copied().unwrap_or("unknown");
+        let averaged = header.values.contains_key("average_output");
+        // No objective over averaged class outputs: an exported arbor forest classifier.
+        if !header.values.contains_key("objective") && averaged && num_class >= 2 {
+            if per_iteration != num_class || trees.is_empty() || trees.len() % num_class != 0 {
+                return Err(error(format!(
+                    "a forest classifier of {num_class} classes needs whole runs of {num_class} trees, \
+                     not {} trees of {per_iteration} per iteration",
+                    trees.len()
+                )));
+            }
+            let classes = Classes::Int((0..num_class as i64).collect());
+            let mut builder = ModelBuilder::classification("label", classes, features)?
+                .param("imported_from", format!("lightgbm text {version}"));
+            for (t, run) in trees.chunks(num_class).enumerate() {
+                let per_class =
+                    run.iter().map(|section| tree(section, &pandas.bins, 1.0)).collect::<Result<Vec<_>>>()?;
+                let merged =
+                    TreeBuilder::side_by_side(&per_class, 1.0).map_err(|e| error(format!("iteration {t}: {e}")))?;
+                builder.add_tree(merged)?;
+            }
+            return builder.build();
+        }
         let objective = objective(header.get("objective")?, num_class, &tail)?;
         let outputs = if objective.loss == Loss::Softmax { num_class } else { 1 };
         if per_iteration != outputs {
@@ -254,28 +293,24 @@ impl Model {
         if trees.is_empty() || trees.len() % outputs != 0 {
             return Err(error(format!("{} trees do not make whole iterations of {outputs}", trees.len())));
         }
-        // Random forests (`boosting=rf`) average their iterations.
+        // Random forests (`boosting=rf`) average their iterations: a
+        // regression forest's mean is an arbor forest's, others average
+        // raw scores before the link.
+        let forest = averaged && objective.classes.is_none() && objective.loss == Loss::Squared;
         let mut scale = objective.scale;
-        if header.values.contains_key("average_output") {
+        if averaged && !forest {
             scale /= (trees.len() / outputs) as f64;
         }
 
-        let pandas = pandas_categories(&tail, n_features)?;
-        let features = names
-            .iter()
-            .zip(&pandas.categories)
-            .map(|(n, categories)| match categories {
-                Some(c) => BuilderFeature::categorical(*n, c.clone()),
-                None => BuilderFeature::numeric(*n),
-            })
-            .collect();
         let builder = match objective.classes {
             Some(classes) => ModelBuilder::classification("label", classes, features)?,
             None => ModelBuilder::regression("label", features)?,
         };
-        let version = header.values.get("version").copied().unwrap_or("unknown");
+        let builder = match forest {
+            true => builder,
+            false => builder.boosting(objective.loss, vec![0.0; outputs]),
+        };
         let mut builder = builder
-            .boosting(objective.loss, vec![0.0; outputs])
             .param("imported_from", format!("lightgbm text {version}"))
             .param("objective", header.get("objective")?.to_owned());
         for section in &trees {

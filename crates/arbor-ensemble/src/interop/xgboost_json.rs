@@ -4,15 +4,23 @@
 //! Supported: the `gbtree` booster (any `num_parallel_tree`) with objectives
 //! `reg:squarederror`, `reg:absoluteerror`, `reg:quantileerror` (one
 //! quantile), `reg:pseudohubererror`, `count:poisson`, `reg:gamma`,
-//! `reg:tweedie`, `binary:logistic`, `multi:softprob` and `multi:softmax`; numeric splits with their missing-value directions; the
-//! base score of XGBoost 1.x to 3.x. Anything else (dart, gblinear,
-//! categorical splits, multi-target trees, other objectives) is an error
-//! naming it.
+//! `reg:tweedie`, `binary:logistic`, `multi:softprob` and `multi:softmax`;
+//! numeric splits with their missing-value directions and categorical
+//! splits (features of type `c`, read as integer codes); the base score of
+//! XGBoost 1.x to 3.x. Anything else (dart, gblinear, multi-target trees,
+//! other objectives) is an error naming it.
+//!
+//! Files arbor exported come back as they left: their `arbor_categories`
+//! attribute names each categorical feature's categories (so the model
+//! reads the strings again), and a forest classifier (attribute
+//! `arbor_forest`, one target per class) becomes a forest again.
 //!
 //! XGBoost reads features as 32-bit floats and sends `x < condition` left.
 //! The importer turns each condition into the arbor threshold `t` for which
 //! `x <= t` holds exactly when `(x as f32) < condition`, so an imported model
 //! routes every 64-bit input as XGBoost does.
+
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -45,7 +53,16 @@ struct Learner {
     gradient_booster: Value,
     learner_model_param: LearnerParam,
     objective: Objective,
+    /// Free-form attributes; arbor's exports keep their categories and
+    /// forest layout here.
+    #[serde(default)]
+    attributes: HashMap<String, String>,
 }
+
+/// The attribute naming a categorical feature's categories in order of their codes.
+pub(crate) const CATEGORIES_ATTRIBUTE: &str = "arbor_categories";
+/// The attribute marking an exported forest classifier.
+pub(crate) const FOREST_ATTRIBUTE: &str = "arbor_forest";
 
 #[derive(Deserialize)]
 struct LearnerParam {
@@ -123,6 +140,17 @@ struct XgbTree {
     /// Each node's cover (its training rows' hessian sum), when recorded.
     #[serde(default)]
     sum_hessian: Vec<f64>,
+    /// The category codes sent right by the categorical splits, node by
+    /// node: node `categories_nodes[i]` sends the `categories_sizes[i]`
+    /// codes from `categories_segments[i]` right.
+    #[serde(default)]
+    categories: Vec<i64>,
+    #[serde(default)]
+    categories_nodes: Vec<i64>,
+    #[serde(default)]
+    categories_segments: Vec<i64>,
+    #[serde(default)]
+    categories_sizes: Vec<i64>,
 }
 
 #[derive(Deserialize)]
@@ -277,28 +305,57 @@ impl Model {
         let param = &learner.learner_model_param;
         let num_feature: usize = parse_number("num_feature", &param.num_feature)?;
         let num_class: usize = parse_number("num_class", &param.num_class)?;
-        if let Some(targets) = &param.num_target {
-            let targets: usize = parse_number("num_target", targets)?;
-            if targets > 1 {
+        let forest_task = learner.attributes.get(FOREST_ATTRIBUTE).map(String::as_str);
+        let targets: usize = param.num_target.as_deref().map_or(Ok(1), |t| parse_number("num_target", t))?;
+        match forest_task {
+            None if targets > 1 => {
                 return Err(error(format!("multi-target models ({targets} targets) are not supported")));
             }
+            Some("classification") if targets < 2 || learner.objective.name != "reg:squarederror" => {
+                return Err(error(format!(
+                    "an arbor forest classifier is reg:squarederror with a target per class, not {} with {targets}",
+                    learner.objective.name
+                )));
+            }
+            Some("regression") if targets != 1 || learner.objective.name != "reg:squarederror" => {
+                return Err(error(format!(
+                    "an arbor regression forest is reg:squarederror with one target, not {} with {targets}",
+                    learner.objective.name
+                )));
+            }
+            Some(other) if other != "classification" && other != "regression" => {
+                return Err(error(format!(
+                    "{FOREST_ATTRIBUTE} '{other}' is unknown (known: classification, regression)"
+                )));
+            }
+            _ => {}
         }
         if num_feature == 0 || num_feature > 1 << 20 {
             return Err(error(format!("num_feature {num_feature} is out of range")));
         }
-        let features = features(&learner.feature_names, &learner.feature_types, num_feature)?;
+        let (features, bins) =
+            features(&learner.feature_names, &learner.feature_types, &learner.attributes, num_feature)?;
+        if let Some(task) = forest_task {
+            return forest(
+                &gbtree,
+                features,
+                &bins,
+                (task == "classification").then_some(targets),
+                &version(&file.version),
+            );
+        }
         let base_score = parse_base_score(&param.base_score)?;
         let (classes, loss, base_score) = objective(&learner.objective, num_class, base_score)?;
         let outputs = base_score.len();
 
-        let version = file.version.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+        let version = version(&file.version);
         let builder = match classes {
             Some(classes) => ModelBuilder::classification("label", classes, features)?,
             None => ModelBuilder::regression("label", features)?,
         };
         let mut builder = builder
             .boosting(loss, base_score)
-            .param("imported_from", format!("xgboost {version}").trim_end().to_owned())
+            .param("imported_from", version)
             .param("objective", learner.objective.name.clone());
 
         if gbtree.trees.len() != gbtree.tree_info.len() {
@@ -324,7 +381,7 @@ impl Model {
         for round in 0..rounds {
             for (output, trees) in by_output.iter().enumerate() {
                 let index = round * outputs + output;
-                builder.add_tree(tree(trees[round], num_feature).map_err(|e| match e {
+                builder.add_tree(tree(trees[round], &bins).map_err(|e| match e {
                     ArborError::Import { message, .. } => error(format!("tree {index}: {message}")),
                     other => other,
                 })?)?;
@@ -334,24 +391,138 @@ impl Model {
     }
 }
 
-/// The model's features: XGBoost's names, or `f0`, `f1`, ... without them.
-fn features(names: &[String], types: &[String], num_feature: usize) -> Result<Vec<BuilderFeature>> {
+/// `imported_from`: XGBoost and the version that wrote the file.
+fn version(version: &[u32]) -> String {
+    let version = version.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+    format!("xgboost {version}").trim_end().to_owned()
+}
+
+/// An exported forest: one iteration of trees whose leaves are divided by
+/// the number of arbor trees. A classifier (`classes` given) has a target
+/// per class, tree `i` scoring class `i % classes`, and each run of
+/// `classes` trees is one arbor tree.
+fn forest(
+    gbtree: &GbTree,
+    features: Vec<BuilderFeature>,
+    bins: &[Option<Vec<usize>>],
+    classes: Option<usize>,
+    version: &str,
+) -> Result<Model> {
+    let builder = match classes {
+        Some(k) => ModelBuilder::classification("label", Classes::Int((0..k as i64).collect()), features)?,
+        None => ModelBuilder::regression("label", features)?,
+    };
+    let classes = classes.unwrap_or(1);
+    let n = gbtree.trees.len();
+    if n == 0 || n % classes != 0 || gbtree.tree_info.iter().enumerate().any(|(i, &t)| t != (i % classes) as i64) {
+        return Err(error(format!("{n} trees are not whole runs of one tree per class for {classes} classes")));
+    }
+    let arbor_trees = n / classes;
+    let mut builder = builder.param("imported_from", version);
+    for (t, run) in gbtree.trees.chunks(classes).enumerate() {
+        let per_class = run.iter().map(|tree_of_class| tree(tree_of_class, bins)).collect::<Result<Vec<_>>>()?;
+        let merged = TreeBuilder::side_by_side(&per_class, arbor_trees as f64)
+            .map_err(|e| error(format!("arbor tree {t}: {e}")))?;
+        builder.add_tree(merged)?;
+    }
+    builder.build()
+}
+
+/// Per feature, the arbor bin of each category code, for categorical features.
+type CodeBins = Vec<Option<Vec<usize>>>;
+
+/// The model's features: XGBoost's names, or `f0`, `f1`, ... without them;
+/// and, per feature, the arbor bin of each code of a categorical feature
+/// whose categories the `arbor_categories` attribute names (other features
+/// of type `c` stay numeric columns of codes).
+fn features(
+    names: &[String],
+    types: &[String],
+    attributes: &HashMap<String, String>,
+    num_feature: usize,
+) -> Result<(Vec<BuilderFeature>, CodeBins)> {
     if !names.is_empty() && names.len() != num_feature {
         return Err(error(format!("{} feature names for num_feature {num_feature}", names.len())));
     }
-    if let Some((i, t)) = types.iter().enumerate().find(|(_, t)| !matches!(t.as_str(), "float" | "int" | "i" | "q")) {
-        let name = names.get(i).cloned().unwrap_or_else(|| format!("f{i}"));
+    let name = |i: usize| names.get(i).cloned().unwrap_or_else(|| format!("f{i}"));
+    if let Some((i, t)) =
+        types.iter().enumerate().find(|(_, t)| !matches!(t.as_str(), "float" | "int" | "i" | "q" | "c"))
+    {
         return Err(error(format!(
-            "feature '{name}' has type '{t}': categorical features are not supported (only float, int, i, q)"
+            "feature '{}' has type '{t}', which is not supported (float, int, i, q, c)",
+            name(i)
         )));
     }
-    Ok((0..num_feature)
-        .map(|i| BuilderFeature::numeric(names.get(i).cloned().unwrap_or_else(|| format!("f{i}"))))
-        .collect())
+    let named: HashMap<String, Vec<String>> = match attributes.get(CATEGORIES_ATTRIBUTE) {
+        Some(json) => serde_json::from_str(json)
+            .map_err(|e| error(format!("attribute {CATEGORIES_ATTRIBUTE} is not an object of string lists: {e}")))?,
+        None => HashMap::new(),
+    };
+    let mut features = Vec::with_capacity(num_feature);
+    let mut bins: CodeBins = vec![None; num_feature];
+    for (i, code_bins) in bins.iter_mut().enumerate() {
+        let categorical = types.get(i).is_some_and(|t| t == "c");
+        match named.get(&name(i)).filter(|_| categorical) {
+            Some(categories) => {
+                let mut sorted = categories.clone();
+                sorted.sort();
+                sorted.dedup();
+                if sorted.len() != categories.len() {
+                    return Err(error(format!("feature '{}': {CATEGORIES_ATTRIBUTE} repeats a category", name(i))));
+                }
+                *code_bins = Some(categories.iter().map(|c| 1 + sorted.binary_search(c).expect("listed")).collect());
+                features.push(BuilderFeature::categorical(name(i), sorted));
+            }
+            None => features.push(BuilderFeature::numeric(name(i))),
+        }
+    }
+    Ok((features, bins))
 }
 
-/// One XGBoost tree, walked from its root (node 0).
-fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
+/// The codes node `node` sends right, from the tree's category lists.
+fn right_codes(t: &XgbTree, node: usize) -> Result<&[i64]> {
+    let at = t
+        .categories_nodes
+        .iter()
+        .position(|&n| n == node as i64)
+        .ok_or_else(|| error(format!("node {node} is a categorical split with no categories")))?;
+    let (Some(&start), Some(&size)) = (t.categories_segments.get(at), t.categories_sizes.get(at)) else {
+        return Err(error(format!("node {node}: categories_segments and categories_sizes are too short")));
+    };
+    usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(size).ok())
+        .and_then(|(start, size)| t.categories.get(start..start.checked_add(size)?))
+        .ok_or_else(|| error(format!("node {node}: categories {start}+{size} are past the tree's list")))
+}
+
+/// A category set as arbor bits: each code's bin when `bins` maps them,
+/// else the code itself; a code that is negative or past the list is an error.
+fn category_bits(codes: &[i64], bins: Option<&Vec<usize>>, node: usize) -> Result<Vec<u64>> {
+    let mut words: Vec<u64> = Vec::new();
+    for &code in codes {
+        let bit = usize::try_from(code).ok().and_then(|c| match bins {
+            Some(bins) => bins.get(c).copied(),
+            None => (c < 1 << 24).then_some(c),
+        });
+        let bit = bit.ok_or_else(|| error(format!("node {node}: category code {code} is out of range")))?;
+        if words.len() <= bit / 64 {
+            words.resize(bit / 64 + 1, 0);
+        }
+        words[bit / 64] |= 1 << (bit % 64);
+    }
+    Ok(words)
+}
+
+/// One XGBoost tree, walked from its root (node 0); `bins` maps the codes
+/// of named categorical features to their bins.
+///
+/// XGBoost sends a categorical split's listed codes right, everything else
+/// (other codes, negative ones) left and missing values by `default_left`.
+/// Arbor's set goes left and other codes right: the listed codes become
+/// arbor's set with the children swapped, and the missing direction too.
+fn tree(t: &XgbTree, bins: &[Option<Vec<usize>>]) -> Result<TreeBuilder> {
+    let num_feature = bins.len();
     let n = t.left_children.len();
     if let Some(size) = &t.tree_param.size_leaf_vector {
         if !matches!(size.trim(), "0" | "1") {
@@ -383,9 +554,6 @@ fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
             cover(&mut builder, id, node)?;
             continue;
         }
-        if t.split_type.get(node).is_some_and(|&s| s != 0) {
-            return Err(error(format!("node {node} is a categorical split: categorical features are not supported")));
-        }
         let child = |c: i64| usize::try_from(c).ok().filter(|&c| c < n && c != node);
         let (Some(l), Some(r)) = (child(left), child(right)) else {
             return Err(error(format!("node {node} has children {left} and {right}, not nodes of the tree")));
@@ -394,12 +562,18 @@ fn tree(t: &XgbTree, num_feature: usize) -> Result<TreeBuilder> {
             .ok()
             .filter(|&f| f < num_feature)
             .ok_or_else(|| error(format!("node {node} splits on feature {}", t.split_indices[node])))?;
-        let condition = value as f32;
-        if !condition.is_finite() {
-            return Err(error(format!("node {node} has split condition {value}")));
-        }
-        let test = SplitTest::LessOrEqual(f32_less_than_threshold(condition));
-        let id = builder.add_split(parent, feature, test, t.default_left[node].is_set())?;
+        let default_left = t.default_left[node].is_set();
+        let (test, default_left, l, r) = if t.split_type.get(node).is_some_and(|&s| s != 0) {
+            let bits = category_bits(right_codes(t, node)?, bins[feature].as_ref(), node)?;
+            (SplitTest::InCategories(bits), !default_left, r, l)
+        } else {
+            let condition = value as f32;
+            if !condition.is_finite() {
+                return Err(error(format!("node {node} has split condition {value}")));
+            }
+            (SplitTest::LessOrEqual(f32_less_than_threshold(condition)), default_left, l, r)
+        };
+        let id = builder.add_split(parent, feature, test, default_left)?;
         cover(&mut builder, id, node)?;
         stack.push((r, Some((id, Side::Right))));
         stack.push((l, Some((id, Side::Left))));

@@ -149,6 +149,43 @@ impl TreeBuilder {
         Ok(())
     }
 
+    /// One tree whose leaves hold the leaves of `trees` side by side, each
+    /// value times `scale`: how a forest written one tree per class (an
+    /// exported arbor forest) comes back as one tree of class shares. The
+    /// trees must have the same splits, added in the same order.
+    pub fn side_by_side(trees: &[TreeBuilder], scale: f64) -> Result<TreeBuilder> {
+        let Some(first) = trees.first() else {
+            return Err(builder_error("no trees to put side by side".into()));
+        };
+        let mut out = first.clone();
+        for (i, node) in out.nodes.iter_mut().enumerate() {
+            match node {
+                Draft::Leaf { values } => {
+                    values.clear();
+                    for tree in trees {
+                        let Some(Draft::Leaf { values: other }) = tree.nodes.get(i) else {
+                            return Err(builder_error(format!("the trees differ at node {i}: one has a leaf")));
+                        };
+                        values.extend(other.iter().map(|v| v * scale));
+                    }
+                }
+                Draft::Split { feature, test, default_left, children } => {
+                    let same = |d: &Draft| {
+                        matches!(d, Draft::Split { feature: f, test: t, default_left: l, children: c }
+                            if f == feature && t == test && l == default_left && c == children)
+                    };
+                    if let Some(j) = trees.iter().position(|t| !t.nodes.get(i).is_some_and(same)) {
+                        return Err(builder_error(format!("trees 0 and {j} differ at node {i}")));
+                    }
+                }
+            }
+        }
+        if let Some(j) = trees.iter().position(|t| t.nodes.len() != out.nodes.len()) {
+            return Err(builder_error(format!("trees 0 and {j} have different sizes")));
+        }
+        Ok(out)
+    }
+
     /// The finished tree, nodes renumbered so children follow their parent,
     /// with its covers in the new order when every node has one.
     fn finish(self, n_features: usize, leaf_width: usize) -> Result<(Tree, Option<Vec<f32>>)> {
