@@ -41,12 +41,21 @@ enum Foreign {
     LightgbmText,
 }
 
-impl Foreign {
+/// A format `arbor export` writes.
+#[derive(Clone, Copy, ValueEnum)]
+enum ExportTo {
+    XgboostJson,
+    LightgbmText,
+    Onnx,
+}
+
+impl ExportTo {
     /// The same format, as arbor's export names it.
-    fn export_format(self) -> arbor_ensemble::ExportFormat {
+    fn format(self) -> arbor_ensemble::ExportFormat {
         match self {
-            Foreign::XgboostJson => arbor_ensemble::ExportFormat::XgboostJson,
-            Foreign::LightgbmText => arbor_ensemble::ExportFormat::LightgbmText,
+            ExportTo::XgboostJson => arbor_ensemble::ExportFormat::XgboostJson,
+            ExportTo::LightgbmText => arbor_ensemble::ExportFormat::LightgbmText,
+            ExportTo::Onnx => arbor_ensemble::ExportFormat::Onnx,
         }
     }
 }
@@ -153,12 +162,12 @@ enum Command {
         #[arg(long)]
         output: PathBuf,
     },
-    /// Write an arbor model as an XGBoost (JSON) or LightGBM (text) model,
-    /// for the servers that load those (treelite, Triton FIL, the libraries).
+    /// Write an arbor model as an XGBoost (JSON), LightGBM (text) or ONNX
+    /// model, for the servers that load those (onnxruntime, treelite, Triton FIL).
     Export {
         /// The format to write.
         #[arg(long, value_enum)]
-        format: Foreign,
+        format: ExportTo,
         /// The arbor model file.
         #[arg(long)]
         model: PathBuf,
@@ -310,7 +319,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             eprintln!("{}", commands::import(format, &input, &output)?);
         }
         Command::Export { format, model, output } => {
-            eprintln!("{}", commands::export(format.export_format(), &model, &output)?);
+            eprintln!("{}", commands::export(format.format(), &model, &output)?);
         }
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! `arbor export`: an arbor model written in a format other tools serve
-//! (XGBoost JSON, LightGBM text).
+//! (XGBoost JSON, LightGBM text, ONNX).
 
 use std::path::Path;
 

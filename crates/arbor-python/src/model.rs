@@ -116,7 +116,7 @@ impl Model {
     }
 
     /// Writes the model to `path` in another library's format: `format` is
-    /// `"xgboost-json"` or `"lightgbm-text"`. The file predicts what the
+    /// `"xgboost-json"`, `"lightgbm-text"` or `"onnx"`. The file predicts what the
     /// model predicts from the features `export_columns` gives; what the
     /// format cannot hold is a ValueError naming it.
     #[pyo3(signature = (path, format))]

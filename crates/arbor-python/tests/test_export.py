@@ -1,10 +1,13 @@
-"""Exported models predict in XGBoost and LightGBM what they predict in arbor,
-and come back through arbor's importers as they left."""
+"""Exported models predict in XGBoost, LightGBM and onnxruntime what they
+predict in arbor, and come back through arbor's importers as they left."""
 
 from __future__ import annotations
 
+import json
+
 import lightgbm as lgb
 import numpy as np
+import onnxruntime as ort
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -107,6 +110,33 @@ def test_lightgbm_predicts_exactly_what_arbor_predicts(tmp_path, name, algorithm
     np.testing.assert_allclose(arbor_outputs(back, test), reference, rtol=1e-12, atol=1e-12)
 
 
+def onnx_outputs(model, table: pa.Table, path) -> dict:
+    model.export(path, format="onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    features = exported_matrix(model, table).astype(np.float32)
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(None, {"features": features}))) | {"_session": session}
+
+
+@pytest.mark.parametrize("algorithm", [FOREST, BOOSTING], ids=["forest", "boosting"])
+@pytest.mark.parametrize("name", list(DATA))
+def test_onnxruntime_predicts_what_arbor_predicts(tmp_path, name, algorithm):
+    model, test = train(name, algorithm, DATA[name])
+    outputs = onnx_outputs(model, test, tmp_path / "model.onnx")
+    reference = arbor_outputs(model, test)
+    meta = outputs["_session"].get_modelmeta().custom_metadata_map
+    assert json.loads(meta["features"]) == model.feature_names
+    if model.task == "classification":
+        # 32-bit thresholds and leaves, as onnxruntime reads them.
+        np.testing.assert_allclose(outputs["probabilities"], reference, rtol=1e-6, atol=1e-6)
+        assert (outputs["label"] == reference.argmax(axis=1)).all(), "every row's class is arbor's"
+        assert json.loads(meta["classes"]) == model.class_names
+    else:
+        np.testing.assert_allclose(outputs["prediction"][:, 0], reference, rtol=1e-6, atol=1e-6)
+    categorical = {n: c for n, c in zip(model.feature_names, model.feature_categories) if c is not None}
+    assert json.loads(meta["categories"]) == categorical
+
+
 LOSSES = [
     ("counts_reg", [("loss", "poisson")]),
     ("claims_reg", [("loss", "tweedie"), ("tweedie_power", "1.3")]),
@@ -129,6 +159,8 @@ def test_every_loss_exports_with_its_link(tmp_path, name, loss):
     path = tmp_path / "model.txt"
     model.export(path, format="lightgbm-text")
     np.testing.assert_allclose(lgb.Booster(model_file=str(path)).predict(exported_matrix(model, test)), reference, rtol=1e-12)
+    onnx = onnx_outputs(model, test, tmp_path / "model.onnx")["prediction"][:, 0]
+    np.testing.assert_allclose(onnx, reference, rtol=1e-5)
 
 
 def test_unweighted_votes_export_as_vote_shares(tmp_path):
@@ -140,6 +172,9 @@ def test_unweighted_votes_export_as_vote_shares(tmp_path):
     model.export(tmp_path / "model.txt", format="lightgbm-text")
     p = lgb.Booster(model_file=str(tmp_path / "model.txt")).predict(exported_matrix(model, test))
     assert_same_predictions(model, p, reference, rtol=1e-12)
+    onnx = onnx_outputs(model, test, tmp_path / "model.onnx")
+    assert_same_predictions(model, onnx["probabilities"], reference, rtol=1e-6)
+    assert (onnx["label"] == reference.argmax(axis=1)).all()
 
 
 def test_export_columns_code_categories_by_the_model_list():
@@ -158,7 +193,7 @@ def test_export_columns_code_categories_by_the_model_list():
 
 def test_what_a_format_cannot_hold_is_named(tmp_path):
     model, _ = train("diamonds_reg", BOOSTING, 2_000)
-    with pytest.raises(ValueError, match="unknown export format 'onnx-text'.*xgboost-json, lightgbm-text"):
+    with pytest.raises(ValueError, match="unknown export format 'onnx-text'.*xgboost-json, lightgbm-text, onnx"):
         model.export(tmp_path / "m", format="onnx-text")
     assert not (tmp_path / "m").exists()
     # LightGBM's feature list is space-separated.
@@ -171,13 +206,20 @@ def test_what_a_format_cannot_hold_is_named(tmp_path):
     spaced.export(tmp_path / "m.json", format="xgboost-json")
     # A model of one class has nothing for a classifier's objective to tell apart.
     one = _arbor.train(pa.table({"x": [1.0, 2.0, 3.0]}), pa.array(["a", "a", "a"]), options=FOREST)
-    with pytest.raises(ValueError, match="one class \\('a'\\)"):
-        one.export(tmp_path / "one.json", format="xgboost-json")
+    for format in ["xgboost-json", "lightgbm-text", "onnx"]:
+        with pytest.raises(ValueError, match="one class \\('a'\\)"):
+            one.export(tmp_path / "one", format=format)
+    assert not (tmp_path / "one").exists()
 
 
 def test_the_command_line_exports(tmp_path, arbor_cli):
     model, test = train("digits_cls", BOOSTING)
     model.save(tmp_path / "model.arbor")
-    arbor_cli("export", "--format", "lightgbm-text", "--model", str(tmp_path / "model.arbor"), "--output", str(tmp_path / "m.txt"))
+    arbor = str(tmp_path / "model.arbor")
+    arbor_cli("export", "--format", "lightgbm-text", "--model", arbor, "--output", str(tmp_path / "m.txt"))
     p = lgb.Booster(model_file=str(tmp_path / "m.txt")).predict(exported_matrix(model, test))
     np.testing.assert_allclose(p, arbor_outputs(model, test), rtol=1e-12, atol=1e-15)
+    arbor_cli("export", "--format", "onnx", "--model", arbor, "--output", str(tmp_path / "m.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    label, _ = session.run(None, {"features": exported_matrix(model, test).astype(np.float32)})
+    assert (label == arbor_outputs(model, test).argmax(axis=1)).all()

@@ -1,7 +1,7 @@
 //! Writing arbor models in the formats other tools serve: XGBoost's JSON
-//! ([`super::xgboost_json_export`]) and LightGBM's text
-//! ([`super::lightgbm_text_export`]), and the feature matrix those formats
-//! read ([`Model::export_columns`]).
+//! ([`super::xgboost_json_export`]), LightGBM's text
+//! ([`super::lightgbm_text_export`]) and ONNX ([`super::onnx_export`]), and
+//! the feature matrix those formats read ([`Model::export_columns`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -19,17 +19,20 @@ pub enum ExportFormat {
     XgboostJson,
     /// LightGBM's text model (`lightgbm.Booster(model_file=...)`, treelite, Triton FIL).
     LightgbmText,
+    /// An ONNX model of `ai.onnx.ml` tree ensembles (onnxruntime, in any language).
+    Onnx,
 }
 
 impl ExportFormat {
     /// Every format, in the order help texts list them.
-    pub const ALL: [ExportFormat; 2] = [ExportFormat::XgboostJson, ExportFormat::LightgbmText];
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::XgboostJson, ExportFormat::LightgbmText, ExportFormat::Onnx];
 
     /// The format's name on the command line and in Python.
     pub fn name(self) -> &'static str {
         match self {
             ExportFormat::XgboostJson => "xgboost-json",
             ExportFormat::LightgbmText => "lightgbm-text",
+            ExportFormat::Onnx => "onnx",
         }
     }
 }
@@ -64,6 +67,7 @@ impl Model {
         match format {
             ExportFormat::XgboostJson => super::xgboost_json_export::write(self),
             ExportFormat::LightgbmText => super::lightgbm_text_export::write(self),
+            ExportFormat::Onnx => super::onnx_export::write(self),
         }
     }
 
