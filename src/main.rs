@@ -162,6 +162,21 @@ enum Command {
         #[arg(long)]
         output: PathBuf,
     },
+    /// Write a model's report: one self-contained HTML page of its summary,
+    /// importance, first tree and, with --data, its metrics, SHAP summary
+    /// and partial dependence on those rows.
+    Report {
+        /// The arbor model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Rows to measure the model on: a Parquet file with its features
+        /// (and its label, for the metrics).
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Where to write the HTML page.
+        #[arg(long)]
+        output: PathBuf,
+    },
     /// Write an arbor model as an XGBoost (JSON), LightGBM (text) or ONNX
     /// model, for the servers that load those (onnxruntime, treelite, Triton FIL).
     Export {
@@ -317,6 +332,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 Foreign::LightgbmText => ImportFormat::LightgbmText,
             };
             eprintln!("{}", commands::import(format, &input, &output)?);
+        }
+        Command::Report { model, data, output } => {
+            eprintln!("{}", commands::report(&model, data.as_deref(), &output)?);
         }
         Command::Export { format, model, output } => {
             eprintln!("{}", commands::export(format.format(), &model, &output)?);

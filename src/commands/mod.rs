@@ -8,6 +8,7 @@ mod parquet_io;
 mod predict;
 mod progress_bar;
 mod repl;
+mod report;
 mod sql;
 mod train;
 
@@ -17,5 +18,6 @@ pub use import::{import, ImportFormat};
 pub use inspect::{inspect, InspectFormat};
 pub use predict::{predict, PredictArgs};
 pub use repl::repl;
+pub use report::report;
 pub use sql::{displayable, run_sql, OutputFormat, SqlSession, WITHOUT_CLUSTER};
 pub use train::{train, TrainArgs};

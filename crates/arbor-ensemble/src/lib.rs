@@ -46,6 +46,7 @@ mod memory;
 mod model;
 mod params;
 mod predict;
+mod report;
 mod train;
 mod trainer;
 

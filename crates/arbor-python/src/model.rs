@@ -156,7 +156,35 @@ impl Model {
         pyo3_arrow::PyTable::try_new(converted, schema)?.into_pyarrow(py)
     }
 
-    /// Per feature, in the model's order: its categories in the order of
+    /// Writes the model's report to `path`: one self-contained HTML page of
+    /// its summary, parameters, importance and first tree and, with `data`
+    /// (rows with its features, and its label for the metrics), the metrics,
+    /// a SHAP summary and partial dependence on those rows.
+    #[pyo3(signature = (path, data=None))]
+    fn report(&self, py: Python<'_>, path: PathBuf, data: Option<AnyRecordBatch>) -> PyResult<()> {
+        let batch = match data {
+            Some(data) => {
+                let batches = batches(data)?;
+                let schema = match batches.first() {
+                    Some(b) => b.schema(),
+                    None => Arc::new(self.feature_schema()?),
+                };
+                Some(
+                    arrow::compute::concat_batches(&schema, &batches)
+                        .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                )
+            }
+            None => None,
+        };
+        let html = py.detach(|| self.inner.report_html(batch.as_ref())).map_err(value_error)?;
+        write_whole(&path, html.as_bytes())
+    }
+
+    /// The model in a notebook: its summary and importance chart.
+    fn _repr_html_(&self) -> String {
+        self.inner.summary_html()
+    }
+
     /// their codes in exported models, or None for a numeric feature.
     #[getter]
     fn feature_categories(&self) -> Vec<Option<Vec<String>>> {

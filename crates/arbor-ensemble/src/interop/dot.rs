@@ -54,7 +54,7 @@ impl Model {
     }
 
     /// The test of a split as text: `<= 2.5`, `in {AA, UA}`, `in codes {0, 3}`.
-    fn test_text(&self, test: &SplitTest, mapper: &BinMapper) -> String {
+    pub(crate) fn test_text(&self, test: &SplitTest, mapper: &BinMapper) -> String {
         match test {
             SplitTest::LessOrEqual(t) => format!("<= {t}"),
             SplitTest::ZeroAsMissing { threshold, zero_left } => {
