@@ -33,5 +33,22 @@ if [[ "$what" != rust ]]; then
     maturin develop --quiet --manifest-path crates/arbor-python/Cargo.toml
     # The command line the tests compare with (cargo test builds it).
     [[ -x "$target/debug/arbor" ]] || cargo build --locked --all-features --bin arbor
+    # The report's browser test renders pages in headless Chromium: Debian's
+    # package, installed here when it is missing and the machine lets us.
+    if ! command -v chromium >/dev/null 2>&1; then
+        apt=()
+        if [[ $(id -u) == 0 ]]; then
+            apt=(apt-get)
+        elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            apt=(sudo -n apt-get)
+        fi
+        if ((${#apt[@]})); then
+            echo "== installing Chromium (Debian's package) for the report's browser test"
+            export DEBIAN_FRONTEND=noninteractive
+            "${apt[@]}" install -y -q chromium >/dev/null 2>&1 ||
+                { "${apt[@]}" update -q >/dev/null 2>&1 && "${apt[@]}" install -y -q chromium >/dev/null 2>&1; } ||
+                echo "Chromium could not be installed: the report's browser test will be skipped"
+        fi
+    fi
     ARBOR_BIN="$target/debug/arbor" python -m pytest -q -p no:cacheprovider crates/arbor-python/tests
 fi
