@@ -64,6 +64,14 @@ impl Model {
     /// predicts from the features [`Model::export_columns`] gives; what the
     /// format cannot hold is an error that names it.
     pub fn export(&self, format: ExportFormat) -> Result<Vec<u8>> {
+        if let Some(class) = self.single_class() {
+            return Err(export_error(
+                format,
+                format!(
+                    "the model was trained on one class ('{class}'): exported classifiers need two classes or more"
+                ),
+            ));
+        }
         match format {
             ExportFormat::XgboostJson => super::xgboost_json_export::write(self),
             ExportFormat::LightgbmText => super::lightgbm_text_export::write(self),

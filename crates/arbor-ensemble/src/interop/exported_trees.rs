@@ -59,11 +59,6 @@ impl Model {
     /// The model's trees as the export formats write them; an error names
     /// what no format can hold.
     pub(crate) fn exported_trees(&self) -> std::result::Result<ExportedTrees<'_>, String> {
-        if let Some(class) = self.single_class() {
-            return Err(format!(
-                "the model was trained on one class ('{class}'): exported classifiers need two classes or more"
-            ));
-        }
         let cover = |t: usize| self.cover.as_ref().filter(|c| c.len() == self.trees.len()).map(|c| c.tree(t));
         let leaf_numbers = |nodes: &[Node], values: &[f64], pick: &dyn Fn(&[f64]) -> f64, width: usize| {
             nodes

@@ -424,7 +424,7 @@ fn tree(section: &Section<'_>, pandas_bins: &[Option<Vec<usize>>], scale: f64) -
 fn codes_to_bins(codes: &[u64], bins: &[usize]) -> Vec<u64> {
     let mut words = vec![0u64; bins.iter().max().map_or(0, |&b| b / 64 + 1)];
     for (code, &bin) in bins.iter().enumerate() {
-        if codes.get(code / 64).is_some_and(|w| w >> (code % 64) & 1 == 1) {
+        if crate::model::tree::has_bit(codes, code) {
             words[bin / 64] |= 1 << (bin % 64);
         }
     }

@@ -22,7 +22,7 @@ use arbor_quantize::FeatureType;
 
 use super::export::{export_error, shortest, ExportFormat};
 use super::exported_trees::{Combine, ExportedTree, ExportedTrees};
-use crate::model::tree::{Node, SplitTest};
+use crate::model::tree::{has_bit, Node, SplitTest};
 use crate::model::Model;
 use crate::{Loss, Result};
 
@@ -178,9 +178,7 @@ fn write_tree(out: &mut String, model: &Model, index: usize, tree: &ExportedTree
                             Some(categories) => (1, categories.len()),
                             None => (0, words.len() * 64),
                         };
-                        let bit = |code: usize| {
-                            words.get((code + offset) / 64).is_some_and(|w| w >> ((code + offset) % 64) & 1 == 1)
-                        };
+                        let bit = |code: usize| has_bit(words, code + offset);
                         // Missing values go right in LightGBM: when they go left in
                         // arbor, the children swap and the set is the other side's.
                         let swap = *default_left;

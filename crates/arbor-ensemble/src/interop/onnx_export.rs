@@ -24,7 +24,7 @@ use arbor_quantize::FeatureType;
 
 use super::export::{export_error, ExportFormat};
 use super::protobuf::Message;
-use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::tree::{has_bit, Node, SplitTest, Tree};
 use crate::model::Model;
 use crate::predict::arg_max;
 use crate::{Loss, Result, Task, Voting};
@@ -202,7 +202,7 @@ struct Chain {
 
 impl Chain {
     fn new(model: &Model, feature: usize, words: &[u64]) -> Chain {
-        let bit = |b: usize| words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1);
+        let bit = |b: usize| has_bit(words, b);
         match model.categories(feature) {
             // A categorical feature: bins count from 1, codes from 0; every
             // known code is on one side, so the smaller side is tested.
@@ -295,12 +295,6 @@ fn value_info(name: &str, element: i64, dims: &[Option<i64>]) -> Message {
 
 /// The model as an ONNX model file.
 pub(crate) fn write(model: &Model) -> Result<Vec<u8>> {
-    if let Some(class) = model.single_class() {
-        return Err(export_error(
-            FORMAT,
-            format!("the model was trained on one class ('{class}'): exported classifiers need two classes or more"),
-        ));
-    }
     let width = model.leaf_width();
     let classes = model.class_names().len();
     let mut ensemble = Ensemble::default();

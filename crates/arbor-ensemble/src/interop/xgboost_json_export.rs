@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use super::export::{export_error, ExportFormat};
 use super::exported_trees::{Combine, ExportedTree, ExportedTrees};
 use super::xgboost_json::{CATEGORIES_ATTRIBUTE, FOREST_ATTRIBUTE};
-use crate::model::tree::{Node, SplitTest};
+use crate::model::tree::{has_bit, Node, SplitTest};
 use crate::model::Model;
 use crate::{Loss, Result};
 
@@ -196,8 +196,7 @@ fn xgboost_tree(model: &Model, index: usize, tree: &ExportedTree<'_>, scale: f64
                         let n_categories = model.categories(*feature as usize).map_or(0, <[String]>::len);
                         // Arbor sets the bits of the (1-based) bins going left; XGBoost
                         // lists the codes going right.
-                        let goes_left =
-                            |code: usize| words.get((code + 1) / 64).is_some_and(|w| w >> ((code + 1) % 64) & 1 == 1);
+                        let goes_left = |code: usize| has_bit(words, code + 1);
                         let right_codes: Vec<u32> =
                             (0..n_categories).filter(|&c| !goes_left(c)).map(|c| c as u32).collect();
                         split_type[i] = 1;

@@ -256,7 +256,7 @@ fn remap_tree(
                         let mut goes_left = vec![*default_left; *n_all];
                         for (own, &all) in map.iter().enumerate() {
                             let b = own + 1;
-                            goes_left[all] = words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1);
+                            goes_left[all] = crate::model::tree::has_bit(words, b);
                         }
                         let mut bits: Vec<u64> = Vec::new();
                         for (all, _) in goes_left.iter().enumerate().filter(|(_, &l)| l) {

@@ -5,6 +5,13 @@ use serde::{Deserialize, Serialize};
 /// LightGBM's zero: values within this distance of 0 count as zero (its `kZeroThreshold`, a 32-bit float).
 pub const ZERO_THRESHOLD: f64 = 1e-35_f32 as f64;
 
+/// Whether bit `b` of a category set (64 categories a word) is set; bits
+/// past the words are clear.
+#[inline]
+pub(crate) fn has_bit(words: &[u64], b: usize) -> bool {
+    words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+}
+
 /// The test of a split node: true sends the row left.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SplitTest {
@@ -42,7 +49,7 @@ impl SplitTest {
             SplitTest::LessOrEqual(t) => x <= *t,
             SplitTest::InCategories(words) => {
                 let b = x as usize;
-                x > -1.0 && words.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+                x > -1.0 && has_bit(words, b)
             }
             SplitTest::ZeroAsMissing { threshold, zero_left } => {
                 if x.abs() <= ZERO_THRESHOLD {

@@ -87,8 +87,7 @@ impl Model {
     pub fn report_html(&self, data: Option<&RecordBatch>) -> Result<String> {
         let mut page = Page { sections: Vec::new() };
         page.section("summary", "Summary", key_values(&self.summary_rows()));
-        let params: Vec<(String, String)> = self.params.clone();
-        page.section("parameters", "Parameters", key_values(&params));
+        page.section("parameters", "Parameters", key_values(&self.params));
         page.section("importance", "Feature importance", self.importance_chart());
         if let Some(batch) = data {
             self.data_sections(&mut page, batch)?;
@@ -311,8 +310,8 @@ impl Model {
         let values = self.export_columns(rows)?;
         let n_features = self.features.len();
         let blocks = contributions.width() / (n_features + 1);
-        let predicted = self.score(rows)?.class_index();
         // The block explained per row: the only one, or the predicted class's.
+        let predicted = if blocks > 1 { self.score(rows)?.class_index() } else { Vec::new() };
         let block = |r: usize| if blocks > 1 { predicted[r] as usize } else { 0 };
         let contribution = |r: usize, f: usize| contributions.row(r)[block(r) * (n_features + 1) + f];
         let n = contributions.n_rows();
