@@ -253,6 +253,13 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
     }
 }
 
+/// Ballista 55's error when its scheduler finds no live executor for a job's
+/// tasks; killing one executor of two sometimes ends so (about one run in
+/// five here), the survivor dropped from the scheduler's live set.
+const BALLISTA_LOST_EVERY_EXECUTOR: &str = "all executors were lost and no executor re-registered";
+
+/// Success with the model an undisturbed run writes, or Ballista's one named
+/// error for a cluster it counts as empty, and no model file: nothing else.
 #[test]
 fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
     // A forest and boosting, both trained level by level (the victim dies
@@ -313,8 +320,10 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
             let model = |p: &Path| model_bytes(p);
             assert_eq!(model(&disturbed), model(&undisturbed), "{options}: a retried task gives the same model");
         } else {
+            // The one failure allowed (docs/cluster.md, "Losing an executor"):
+            // Ballista's scheduler counting the survivor as lost too.
             let error = text(&out.stderr);
-            assert!(error.contains("error"), "{error}");
+            assert!(error.contains(BALLISTA_LOST_EVERY_EXECUTOR), "{options}: the job failed otherwise: {error}");
             assert!(!disturbed.exists(), "no half-written model");
             eprintln!("the job failed cleanly: {error}");
             // What the scheduler saw of its executors, for a failure that should have been a retry.

@@ -64,7 +64,7 @@ pub use model::feature::Feature;
 pub use model::node_cover::NodeCover;
 pub use model::tree::{Node, SplitTest, Tree, TreeShape, ZERO_THRESHOLD};
 pub use model::trees::Trees;
-pub use model::{Boosting, EarlyStopping, Model};
+pub use model::{Boosting, EarlyStopping, Model, RoundLoss};
 pub use params::checked::CheckedParams;
 pub use params::keys::OPTION_KEYS;
 pub use params::reference::parameter_reference;

@@ -7,6 +7,8 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod common;
+
 use arbor_ensemble::{Model, Node, TrainParams, Trainer};
 use arrow::array::{ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
 use arrow::compute::concat_batches;
@@ -186,6 +188,103 @@ fn early_stopping_keeps_the_best_round() {
     let json = model.summary_json();
     assert_eq!(json["boosting"]["early_stopping"]["best_round"], stop.best_round);
     assert!(accuracy(&model, &read("cancer_cls_test.parquet")) > 0.93);
+}
+
+/// The model keeps the loss of every round early stopping ran: the kept
+/// round is the curve's first lowest validation loss, and at that round the
+/// two losses, weighted by their row counts, are the log loss of the
+/// model's own probabilities over every training row, computed here apart.
+#[test]
+fn early_stopping_records_the_training_curve() {
+    let batch = read("cancer_cls_train.parquet");
+    let model = fit(&batch, "n_rounds=300 learning_rate=0.5 early_stopping_rounds=5 validation_fraction=0.2");
+    let stop = model.boosting().unwrap().early_stopping.clone().unwrap();
+    let curve = model.curve();
+    assert_eq!(curve.len(), stop.rounds_run);
+    let lowest = curve.iter().map(|r| r.validation).fold(f64::INFINITY, f64::min);
+    let first_lowest = curve.iter().position(|r| r.validation == lowest).unwrap();
+    assert_eq!(first_lowest + 1, stop.best_round);
+    assert_eq!(curve[first_lowest].validation.to_bits(), stop.best_loss.to_bits());
+    assert!(curve.last().unwrap().training < curve[0].training / 4.0, "training loss falls: {curve:?}");
+
+    let p = model.score(&batch).unwrap();
+    let classes = model.class_names();
+    let log_loss: f64 = p
+        .values()
+        .chunks_exact(2)
+        .zip(labels_i64(&batch))
+        .map(|(p, y)| -p[classes.iter().position(|c| *c == y.to_string()).unwrap()].clamp(1e-15, 1.0).ln())
+        .sum::<f64>()
+        / batch.num_rows() as f64;
+    let (n_valid, n_train) = (stop.validation_rows as f64, (batch.num_rows() - stop.validation_rows) as f64);
+    let kept = curve[stop.best_round - 1];
+    let weighted = (kept.training * n_train + kept.validation * n_valid) / (n_train + n_valid);
+    assert!((weighted - log_loss).abs() < 1e-12, "{weighted} against {log_loss}");
+
+    // The curve travels with the model, and in the summary.
+    let read_back = Model::from_bytes(&model.to_bytes()).unwrap();
+    assert_eq!(read_back.curve(), curve);
+    let json = model.summary_json();
+    let validation = json["boosting"]["early_stopping"]["curve"]["validation"].as_array().unwrap();
+    assert_eq!(validation.len(), stop.rounds_run);
+    assert_eq!(validation[first_lowest].as_f64(), Some(stop.best_loss));
+    // Without a validation set there is no curve.
+    assert!(fit(&batch, "n_rounds=5").curve().is_empty());
+}
+
+/// A format 4 model (cancer, boosted with early stopping, written by the
+/// build before the curve was kept) still loads, with its early stopping
+/// and no curve, and written again it loads the same.
+#[test]
+fn format_4_models_load_without_a_curve() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/cancer_gbt_early_v4.arbor");
+    let v4 = std::fs::read(path).unwrap();
+    assert_eq!(u32::from_le_bytes(v4[8..12].try_into().unwrap()), 4);
+    let loaded = Model::from_bytes(&v4).unwrap();
+    let stop = loaded.boosting().unwrap().early_stopping.clone().unwrap();
+    assert_eq!((stop.rounds_run, stop.best_round, loaded.trees().len()), (49, 44, 44));
+    assert!(loaded.curve().is_empty());
+    assert!(loaded.summary_json()["boosting"]["early_stopping"]["curve"].is_null());
+    // This build trains the same trees with the same options, and a curve.
+    let trained = fit(
+        &read("cancer_cls_train.parquet"),
+        "n_rounds=300 learning_rate=0.5 early_stopping_rounds=5 validation_fraction=0.2",
+    );
+    assert_eq!(trained.trees(), loaded.trees());
+    assert_eq!(trained.curve().len(), 49);
+    let v5 = loaded.to_bytes();
+    assert_eq!(u32::from_le_bytes(v5[8..12].try_into().unwrap()), arbor_ensemble::FORMAT_VERSION);
+    assert_eq!(Model::from_bytes(&v5).unwrap(), loaded);
+}
+
+/// A curve that does not match the rounds run, or a curve in a model
+/// without early stopping, is an error that says so.
+#[test]
+fn a_curve_that_does_not_fit_the_model_is_an_error() {
+    let batch = read("cancer_cls_train.parquet").slice(0, 200);
+    let model = fit(&batch, "n_rounds=8 early_stopping_rounds=50 validation_fraction=0.2");
+    let bytes = model.to_bytes();
+    let rounds = model.curve().len();
+    assert_eq!(rounds, 8);
+    // The curve is the payload's end: its count, then 16 bytes a round.
+    let at = bytes.len() - 8 - 16 * rounds;
+    assert_eq!(bytes[at..at + 8], (rounds as u64).to_le_bytes());
+    let mut short = bytes[..bytes.len() - 16].to_vec();
+    short[at..at + 8].copy_from_slice(&(rounds as u64 - 1).to_le_bytes());
+    let e = Model::from_bytes(&common::reseal(short)).unwrap_err().to_string();
+    assert!(e.contains("a training curve of 7 rounds, but early stopping ran 8"), "{e}");
+
+    let mut long = bytes[..at].to_vec();
+    long.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    let e = Model::from_bytes(&common::reseal(long)).unwrap_err().to_string();
+    assert!(e.contains("runs past the payload"), "{e}");
+
+    let plain = fit(&batch, "n_rounds=2").to_bytes();
+    let mut with_curve = plain[..plain.len() - 8].to_vec();
+    with_curve.extend_from_slice(&bytes[at..at + 8 + 16]);
+    with_curve[plain.len() - 8..plain.len()].copy_from_slice(&1u64.to_le_bytes());
+    let e = Model::from_bytes(&common::reseal(with_curve)).unwrap_err().to_string();
+    assert!(e.contains("a training curve of 1 rounds in a model trained without early stopping"), "{e}");
 }
 
 /// The bytes of the model `options` train on `batch` with `threads` threads.

@@ -1,7 +1,7 @@
 //! Gradient boosting's formulas against hand computation on a few rows
 //! (docs/algorithms.md, "Gradient boosting"): the base score is the loss's
 //! best constant, a split's gain is `G_L²/(H_L+λ) + G_R²/(H_R+λ) −
-//! G²/(H+λ)` and must reach `2·min_split_loss`, a leaf's value is
+//! G²/(H+λ)` and must reach `min_split_loss`, a leaf's value is
 //! `−G/(H+λ)` times the learning rate. A formula wrong the same way
 //! everywhere passes every "same model everywhere" test; it fails these.
 
@@ -45,10 +45,10 @@ fn squared_loss_gain_leaf_values_and_min_split_loss() {
     let model = stump(&rows, "learning_rate=0.5 lambda=0.5");
     let (left, right) = (3.0 - 0.5 * 12.0 / 4.5, 3.0 + 0.5 * 12.0 / 2.5);
     assert_close(&predictions(&model, &rows), &[left, left, left, left, right, right]);
-    // The split is kept while its gain reaches 2γ: 76.8 = 2 × 38.4.
-    let kept = stump(&rows, "learning_rate=1 lambda=1 min_split_loss=38.4");
+    // The split is kept while its gain reaches γ (XGBoost keeps it to gamma = 76.8 too).
+    let kept = stump(&rows, "learning_rate=1 lambda=1 min_split_loss=76.8");
     assert_close(&predictions(&kept, &rows), &[0.6, 0.6, 0.6, 0.6, 7.0, 7.0]);
-    let refused = stump(&rows, "learning_rate=1 lambda=1 min_split_loss=38.41");
+    let refused = stump(&rows, "learning_rate=1 lambda=1 min_split_loss=76.81");
     assert_close(&predictions(&refused, &rows), &[3.0; 6]);
 }
 

@@ -3,8 +3,9 @@
 //! scikit-learn's `DecisionTreeClassifier` / `DecisionTreeRegressor`.
 //!
 //! The reference trees and predictions were made by `tests/cart/make_reference.py`
-//! (scikit-learn 1.9): on all of cancer_cls, on a synthetic three-class table
-//! of continuous features, and on the numeric columns of the first 2,000
+//! (scikit-learn 1.9.1): on all of cancer_cls, on a synthetic three-class
+//! table of continuous features (Gini, entropy, values missing at random,
+//! sample weights), and on the numeric columns of the first 2,000
 //! diamonds_reg rows; in each setting the CART tree is unique (no gain ties,
 //! which scikit-learn breaks at random). This test reads them; it needs no Python.
 
@@ -35,6 +36,13 @@ struct Reference {
     right: Vec<i64>,
     feature: Vec<i64>,
     threshold: Vec<f64>,
+    /// Where missing values go at each split: the side chosen with them when
+    /// the node held some, else the side of more rows (ties right).
+    missing_left: Vec<bool>,
+    /// Whether training rows missing the split's feature reached the node.
+    saw_missing: Vec<bool>,
+    /// Each node's training weight.
+    weight: Vec<f64>,
     value: Vec<Vec<f64>>,
 }
 
@@ -42,11 +50,15 @@ fn reference(name: &str) -> Reference {
     let json: Value = serde_json::from_reader(File::open(path(name)).unwrap()).unwrap();
     let ints = |k: &str| json[k].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect::<Vec<_>>();
     let floats = |v: &Value| v.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>();
+    let bools = |k: &str| json[k].as_array().unwrap().iter().map(|v| v.as_bool().unwrap()).collect::<Vec<_>>();
     Reference {
         left: ints("children_left"),
         right: ints("children_right"),
         feature: ints("feature"),
         threshold: floats(&json["threshold"]),
+        missing_left: bools("missing_go_to_left"),
+        saw_missing: bools("saw_missing"),
+        weight: floats(&json["weighted_n_node_samples"]),
         value: json["value"].as_array().unwrap().iter().map(floats).collect(),
     }
 }
@@ -71,9 +83,18 @@ fn assert_same_tree(model: &Model, reference: &Reference) -> usize {
                     );
                 }
             }
-            Node::Split { feature, test: SplitTest::LessOrEqual(t), left, right, .. } => {
+            Node::Split { feature, test: SplitTest::LessOrEqual(t), left, right, default_left } => {
                 assert_ne!(reference.left[theirs], -1, "arbor splits where scikit-learn made leaf {theirs}");
                 assert_eq!(i64::from(*feature), reference.feature[theirs], "feature of node {theirs}");
+                // Learned where the node saw missing values: scikit-learn's side.
+                // Else the heavier child's, ties left (scikit-learn: more rows, ties right).
+                let side = if reference.saw_missing[theirs] {
+                    reference.missing_left[theirs]
+                } else {
+                    let child = |c: &[i64]| reference.weight[c[theirs] as usize];
+                    child(&reference.left) >= child(&reference.right)
+                };
+                assert_eq!(*default_left, side, "missing values' side at node {theirs}");
                 let expected = reference.threshold[theirs];
                 assert!(
                     (t - expected).abs() <= 1e-12 * expected.abs().max(1.0),
@@ -94,7 +115,11 @@ fn fit_cart(train_file: &str, options: &str) -> Model {
     let params =
         TrainParams::parse_options(&format!("n_trees=1 bootstrap=false max_features=all split_method=exact {options}"))
             .unwrap();
-    Trainer::new(params).fit(&batch).unwrap()
+    let trainer = Trainer::new(params);
+    match batch.schema().column_with_name("weight") {
+        Some(_) => trainer.weight("weight").fit(&batch).unwrap(),
+        None => trainer.fit(&batch).unwrap(),
+    }
 }
 
 fn assert_same_classes(name: &str, options: &str, min_nodes: usize) {
@@ -131,6 +156,24 @@ fn one_exact_tree_is_scikit_learns_three_class_tree() {
 #[test]
 fn one_exact_tree_is_scikit_learns_entropy_tree() {
     assert_same_classes("cart_entropy", "criterion=entropy max_depth=6 min_samples_leaf=20", 85);
+}
+
+/// Values missing at random (15% of x0, 30% of x3) against scikit-learn's
+/// own handling of NaN (1.3 and later): each split tries the missing rows on
+/// either side, and a node that saw none sends them where more rows went.
+#[test]
+fn one_exact_tree_is_scikit_learns_tree_with_missing_values() {
+    let learned = reference("cart_missing_tree.json").saw_missing.iter().filter(|&&s| s).count();
+    assert_eq!(learned, 14, "splits whose missing side was learned from rows");
+    assert_same_classes("cart_missing", "max_depth=6 min_samples_leaf=30", 73);
+}
+
+/// Sample weights (uniform on [0.5, 3]) against scikit-learn's
+/// `sample_weight`: weighted impurities and leaf fractions, `min_samples_leaf`
+/// counted in rows.
+#[test]
+fn one_exact_tree_is_scikit_learns_weighted_tree() {
+    assert_same_classes("cart_weighted", "max_depth=6 min_samples_leaf=20", 85);
 }
 
 #[test]

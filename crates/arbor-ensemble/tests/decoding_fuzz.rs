@@ -113,20 +113,12 @@ fn arbor_model(boosted: bool) -> Model {
         ("label", Arc::new(Int64Array::from(y)) as ArrayRef),
     ])
     .unwrap();
-    let options =
-        if boosted { "algorithm=gradient-boosting, n_rounds=3, max_depth=3" } else { "n_trees=3, max_depth=4" };
+    let options = if boosted {
+        "algorithm=gradient-boosting, n_rounds=4, max_depth=3, early_stopping_rounds=9"
+    } else {
+        "n_trees=3, max_depth=4"
+    };
     common::fit(&batch, options)
-}
-
-/// Rewrites the header's length and checksum, so mutations reach the payload decoder.
-fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
-    if bytes.len() >= 28 {
-        let payload_len = (bytes.len() - 28) as u64;
-        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[28..]);
-        bytes[12..20].copy_from_slice(&payload_len.to_le_bytes());
-        bytes[20..28].copy_from_slice(&checksum.to_le_bytes());
-    }
-    bytes
 }
 
 #[test]
@@ -140,7 +132,7 @@ fn mutated_arbor_model_bytes_never_panic() {
         let mutated = if sealed {
             let mut bytes = original[..28].to_vec();
             bytes.extend(apply(original[28..].to_vec(), &edits));
-            reseal(bytes)
+            common::reseal(bytes)
         } else {
             apply(original.clone(), &edits)
         };

@@ -107,3 +107,52 @@ fn without_data_or_label_the_report_says_what_it_lacks() {
     assert!(e.contains("carat"), "the missing feature is named: {e}");
     assert!(Model::summary_html(&model).contains("<rect class=\"bar\""));
 }
+
+/// The section `id`'s HTML.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let at = html.find(&format!("<section id=\"{id}\">")).unwrap_or_else(|| panic!("no section {id}"));
+    &html[at..at + html[at..].find("</section>").unwrap()]
+}
+
+/// The `(x, y)` pixels of the polyline named `name`.
+fn polyline(html: &str, name: &str) -> Vec<(f64, f64)> {
+    let tag = html.split("<polyline").find(|tag| tag.contains(&format!("data-name=\"{name}\""))).unwrap();
+    let points = tag.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+    points
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_boosted_report_draws_the_training_curve_it_recorded() {
+    let train = common::read("flights_cls_train.parquet", 20_000);
+    let model = common::fit(
+        &train,
+        "algorithm=gradient-boosting n_rounds=200 learning_rate=0.8 early_stopping_rounds=4 validation_fraction=0.2",
+    );
+    let stop = model.boosting().unwrap().early_stopping.clone().unwrap();
+    assert!(stop.rounds_run < 200, "{stop:?}");
+    let html = model.report_html(None).unwrap();
+    let training = section(&html, "training");
+    assert!(training.contains(&format!("ran {} rounds and kept {}", stop.rounds_run, stop.best_round)), "{training}");
+    // One point a round on each line, the lowest validation point (highest
+    // on screen is lowest loss: the y axis grows down) at the round kept,
+    // where the dashed guide stands.
+    let (train_line, valid_line) = (polyline(training, "training"), polyline(training, "validation"));
+    assert_eq!((train_line.len(), valid_line.len()), (stop.rounds_run, stop.rounds_run));
+    let lowest = valid_line.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    let kept = valid_line[stop.best_round - 1];
+    assert_eq!(kept.1, lowest, "{valid_line:?}");
+    let guide = training.split("<line class=\"guide\" x1=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(guide.parse::<f64>().unwrap(), kept.0);
+    // The training loss ends lower than it starts (drawn lower: a larger y).
+    assert!(train_line.last().unwrap().1 > train_line[0].1);
+
+    // A forest has none.
+    let forest = common::fit(&train, "n_trees=3 max_depth=4");
+    assert!(section(&forest.report_html(None).unwrap(), "training").contains("Not recorded"));
+}

@@ -46,14 +46,21 @@ def flights() -> tuple[pa.Table, pa.Table]:
 
 
 @pytest.fixture(scope="session")
-def arbor_cli():
-    """Runs the `arbor` binary of this checkout (ARBOR_BIN, or cargo's target directory)."""
+def arbor_binary() -> str:
+    """The `arbor` binary of this checkout (ARBOR_BIN, or cargo's target directory)."""
     candidates = [os.environ.get("ARBOR_BIN")]
     target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     candidates += [str(target / "debug" / "arbor"), str(target / "release" / "arbor")]
     binary = next((c for c in candidates if c and Path(c).is_file()), None)
     if binary is None:
         pytest.fail("no arbor binary: build it with `cargo build` or set ARBOR_BIN")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def arbor_cli(arbor_binary):
+    """Runs the `arbor` binary of this checkout and returns what it printed."""
+    binary = arbor_binary
 
     def run(*args: str) -> str:
         done = subprocess.run([binary, *args], capture_output=True, text=True, check=False)

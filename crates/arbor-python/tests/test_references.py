@@ -110,4 +110,12 @@ def test_early_stopping_through_the_estimators(flights):
     assert stopped.model_.n_trees < 400
     full = arbor.GradientBoostingClassifier(n_rounds=400, learning_rate=0.5).fit(X, y)
     assert full.model_.n_trees == 400
+    # The recorded curve: a loss per round run, the kept round its lowest validation loss.
+    curve = stopped.evals_result_
+    validation = curve["validation"]["log_loss"]
+    assert len(validation) == len(curve["training"]["log_loss"]) == stopped.best_iteration_ + 5
+    assert stopped.best_iteration_ == stopped.model_.n_trees == int(np.argmin(validation)) + 1
+    assert stopped.model_.info()["boosting"]["early_stopping"]["best_loss"] == min(validation)
+    with pytest.raises(AttributeError, match="without early stopping"):
+        full.evals_result_
     assert stopped.score(X_test, y_test.to_numpy()) >= full.score(X_test, y_test.to_numpy()) - 0.005

@@ -20,12 +20,14 @@ pytestmark = pytest.mark.skipif(
     BROWSER is None, reason="no Chromium: scripts/test.sh installs Debian's package where the machine allows"
 )
 
-# Reads the laid-out page back: each section's box and each bar's drawn width.
+# Reads the laid-out page back: each section's box, each bar's drawn width,
+# and the training curve's lines drawn wider than 100 pixels.
 PROBE = """<script>
 const box = e => { const r = e.getBoundingClientRect(); return {top: r.top + scrollY, left: r.left, width: r.width, height: r.height}; };
 document.body.setAttribute('data-probe', JSON.stringify({
   sections: [...document.querySelectorAll('section')].map(s => ({id: s.id, ...box(s)})),
   bars: [...document.querySelectorAll('rect.bar')].map(b => ({name: b.dataset.name, value: +b.dataset.value, width: box(b).width})),
+  curves: [...document.querySelectorAll('#training polyline')].filter(p => box(p).width > 100).map(p => p.dataset.name),
 }));
 </script>"""
 
@@ -41,7 +43,7 @@ def page(tmp_path_factory):
     model = _arbor.train(
         table.drop_columns(["label"]),
         table.column("label").combine_chunks(),
-        options=[("algorithm", "gradient-boosting"), ("n_rounds", "20")],
+        options=[("algorithm", "gradient-boosting"), ("n_rounds", "20"), ("early_stopping_rounds", "3")],
     )
     path = tmp_path_factory.mktemp("report") / "report.html"
     model.report(path, data=read("flights_cls_test").slice(0, 5000))
@@ -92,3 +94,5 @@ def test_every_section_is_drawn_and_the_bars_follow_the_importance(page, tmp_pat
         crop = image.crop(box)
         inked = sum(crop.histogram()[:200])  # grey levels below 200: marks, not background
         assert inked > 200, f"section {s['id']} looks blank: {inked} dark pixels in {box}"
+    # The training section draws the recorded curve: its two lines in the laid-out page.
+    assert layout["curves"] == ["training", "validation"]

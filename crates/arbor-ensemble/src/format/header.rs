@@ -3,8 +3,8 @@
 
 /// First bytes of every arbor model.
 pub const MAGIC: &[u8; 8] = b"ARBORMDL";
-/// The format version this build writes (it reads this one and versions 1 to 3).
-pub const FORMAT_VERSION: u32 = 4;
+/// The format version this build writes (it reads this one and versions 1 to 4).
+pub const FORMAT_VERSION: u32 = 5;
 /// Bytes before the payload: magic, version, payload length and checksum.
 pub(crate) const HEADER_LEN: usize = 28;
 

@@ -9,10 +9,12 @@
 //! [`decode`] or straight into the trees over ranks by [`ranked_columns`];
 //! [`encoded`] keeps a model's sections and decodes them on demand, and
 //! [`read`] loads a payload's trees into the best form it can; the node
-//! covers follow the trees ([`cover_section`]).
+//! covers follow the trees ([`cover_section`]), the training curve follows
+//! them ([`curve_section`]).
 
 pub(crate) mod columns;
 pub(crate) mod cover_section;
+pub(crate) mod curve_section;
 pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod encoded;

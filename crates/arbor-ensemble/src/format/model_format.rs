@@ -9,12 +9,14 @@
 //! 28      n     payload
 //! ```
 //!
-//! The payload of version 4 is a u64 length, the model without its trees
+//! The payload of version 5 is a u64 length, the model without its trees
 //! (postcard-encoded, `trees` empty), then the trees in the columnar layout
-//! of [`crate::format::columns`], then the node covers (see [`cover_section`]).
-//! Version 3, the same without the covers, version 2, also with wider tree
-//! columns, and version 1, whose payload is the whole model
-//! postcard-encoded, are still read; their models have no covers.
+//! of [`crate::format::columns`], then the node covers (see [`cover_section`]),
+//! then the training curve (see [`curve_section`]). Version 4, the same
+//! without the curve, version 3, also without the covers, version 2, also
+//! with wider tree columns, and version 1, whose payload is the whole model
+//! postcard-encoded, are still read; their models have no curve, and before
+//! version 4 no covers.
 //!
 //! Decoding checks every field and the model's structure, so corrupt or
 //! truncated bytes give an error, never a panic or a wrong prediction.
@@ -31,7 +33,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::format::header::{FORMAT_VERSION, HEADER_LEN, MAGIC};
 use crate::format::payload::Payload;
-use crate::format::{cover_section, read};
+use crate::format::{cover_section, curve_section, read};
 use crate::model::node_cover::NodeCover;
 use crate::model::trees::{TreeBytes, Trees};
 use crate::model::Model;
@@ -92,6 +94,7 @@ impl Model {
             trees: self.trees.bytes(self.leaf_width()),
             cover: self.cover.as_ref(),
             cover_count: (self.cover.as_ref().map_or(0, |c| c.len()) as u64).to_le_bytes(),
+            curve: curve_section::bytes(self.curve()),
         };
         let mut hasher = Xxh3::new();
         let mut len = 0;
@@ -145,6 +148,27 @@ fn decode<R: Read>(payload: &mut Payload<R>) -> std::result::Result<Model, Strin
     if payload.version() >= 4 {
         model.cover = cover_section::read(payload)?;
     }
+    if payload.version() >= 5 {
+        let curve = curve_section::read(payload)?;
+        let run = model.boosting.as_mut().and_then(|b| b.early_stopping.as_mut());
+        match run {
+            _ if curve.is_empty() => {}
+            Some(run) if run.rounds_run == curve.len() => run.curve = curve,
+            Some(run) => {
+                return Err(format!(
+                    "a training curve of {} rounds, but early stopping ran {}",
+                    curve.len(),
+                    run.rounds_run
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "a training curve of {} rounds in a model trained without early stopping",
+                    curve.len()
+                ))
+            }
+        }
+    }
     match payload.remaining() {
         0 => Ok(model),
         extra => Err(format!("{extra} unexpected bytes after the last tree")),
@@ -161,6 +185,8 @@ struct Encoding<'a> {
     trees: TreeBytes<'a>,
     cover: Option<&'a NodeCover>,
     cover_count: [u8; 8],
+    /// The training curve, its round count first.
+    curve: Vec<u8>,
 }
 
 impl Encoding<'_> {
@@ -173,6 +199,7 @@ impl Encoding<'_> {
         if let Some(cover) = self.cover {
             cover_section::visit(cover, &mut f);
         }
+        f(&self.curve);
     }
 }
 

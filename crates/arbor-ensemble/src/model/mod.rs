@@ -52,6 +52,22 @@ pub struct EarlyStopping {
     pub best_loss: f64,
     /// Rows held out for validation.
     pub validation_rows: usize,
+    /// The loss after each round run, the rounds past the best included:
+    /// the training curve a report draws. Empty for models written before
+    /// format 5; kept in its own section of the model bytes.
+    #[serde(skip)]
+    pub curve: Vec<RoundLoss>,
+}
+
+/// The loss of one boosting round, on the rows it trained on and on the
+/// rows held out for validation (the loss's own metric, as early stopping
+/// compares it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundLoss {
+    /// On the training rows (all of them, whatever the round sampled).
+    pub training: f64,
+    /// On the validation rows.
+    pub validation: f64,
 }
 
 /// A trained forest with its metadata; encode it with [`Model::to_bytes`].
@@ -150,6 +166,12 @@ impl Model {
     /// Gradient boosting's base score and output layout (`None` for forests).
     pub fn boosting(&self) -> Option<&Boosting> {
         self.boosting.as_ref()
+    }
+
+    /// The loss after each boosting round on the training and validation
+    /// rows, when rows were held out for early stopping (else empty).
+    pub fn curve(&self) -> &[RoundLoss] {
+        self.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()).map_or(&[], |e| &e.curve)
     }
 
     /// Each node's cover (the training weight that reached it), when the

@@ -64,6 +64,11 @@ impl Model {
                     "best_round": e.best_round,
                     "best_loss": e.best_loss,
                     "validation_rows": e.validation_rows,
+                    // per round run; null for models written before format 5
+                    "curve": (!e.curve.is_empty()).then(|| json!({
+                        "training": e.curve.iter().map(|r| r.training).collect::<Vec<_>>(),
+                        "validation": e.curve.iter().map(|r| r.validation).collect::<Vec<_>>(),
+                    })),
                 })),
             })
         });

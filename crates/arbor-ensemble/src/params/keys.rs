@@ -461,7 +461,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
     KeySpec {
         name: "min_split_loss",
         applies: Applies::Boosting,
-        about: "Least loss reduction (`gamma`) for a split.",
+        about: "Least gain for a split (XGBoost's `gamma`, LightGBM's `min_gain_to_split`): `G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)` must reach it.",
         accepts: || NON_NEGATIVE.describe(),
         set: |p, k, v| {
             p.boosting.min_split_loss = NON_NEGATIVE.parse_number(k, v)?;

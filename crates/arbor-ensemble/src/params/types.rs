@@ -378,7 +378,7 @@ pub struct BoostingParams {
     pub tree: TreeParams,
     /// Shrinkage applied to every tree's leaves.
     pub learning_rate: f64,
-    /// Least loss reduction (`gamma`) for a split.
+    /// Least gain `G_L²/(H_L+λ) + G_R²/(H_R+λ) − G²/(H+λ)` for a split (XGBoost's `gamma`).
     pub min_split_loss: f64,
     /// L2 regularization of leaf weights.
     pub lambda: f64,

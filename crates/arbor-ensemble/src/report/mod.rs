@@ -5,7 +5,8 @@
 //! Sections: the summary and parameters; feature importance; with data,
 //! the metrics on it ([`metrics`]: accuracy, log loss, AUC, the confusion
 //! matrix and ROC curve, or RMSE, MAE, R² and predictions against labels),
-//! a SHAP summary and the partial dependence of the top features; and the
+//! a SHAP summary and the partial dependence of the top features; the
+//! training curve of boosting with early stopping; and the
 //! first tree, drawn. The charts are in [`svg`].
 
 pub(crate) mod metrics;
@@ -18,7 +19,7 @@ use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
 use arrow::datatypes::{DataType, Float64Type};
 
 use crate::model::tree::Node;
-use crate::model::Model;
+use crate::model::{Model, RoundLoss};
 use crate::{ArborError, Result, Task};
 use svg::{escape, number};
 
@@ -148,20 +149,35 @@ impl Model {
     }
 
     fn training_curve(&self) -> String {
-        match self.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()) {
-            Some(e) => format!(
-                "<p>Early stopping ran {} rounds and kept {} (validation {} {} on {} rows). \
-                 The per-round curve is not recorded in the model yet.</p>\n",
-                e.rounds_run,
-                e.best_round,
-                self.boosting.as_ref().map_or("loss", |b| b.loss.metric()),
-                number(e.best_loss),
-                e.validation_rows
-            ),
-            None => "<p class=\"note\">Not recorded: the model was trained without a validation set, \
-                     or is a forest.</p>\n"
-                .into(),
+        let (Some(boosting), Some(run)) =
+            (self.boosting.as_ref(), self.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()))
+        else {
+            return "<p class=\"note\">Not recorded: the model was trained without a validation set, \
+                    or is a forest.</p>\n"
+                .into();
+        };
+        let metric = boosting.loss.metric();
+        let mut out = format!(
+            "<p>Early stopping ran {} rounds and kept {} (validation {metric} {} on {} rows).</p>\n",
+            run.rounds_run,
+            run.best_round,
+            number(run.best_loss),
+            run.validation_rows
+        );
+        if run.curve.is_empty() {
+            out.push_str(
+                "<p class=\"note\">The per-round curve is not in this model: it was written before format 5.</p>\n",
+            );
+            return out;
         }
+        // Rounds counted from 1; a loss that is not finite is left out of its line.
+        let line = |of: fn(&RoundLoss) -> f64| -> Vec<(f64, f64)> {
+            run.curve.iter().enumerate().map(|(r, l)| ((r + 1) as f64, of(l))).filter(|p| p.1.is_finite()).collect()
+        };
+        let series = [("training".to_owned(), line(|l| l.training)), ("validation".to_owned(), line(|l| l.validation))];
+        out.push_str(&svg::lines(&series, "round", metric, svg::Guide::AtX(run.best_round as f64)));
+        out.push_str("<p class=\"note\">The dashed line marks the round kept; the loss is the one early stopping compares, on all training rows and on the rows held out.</p>\n");
+        out
     }
 
     /// Tree `index` drawn to [`TREE_LEVELS`] levels.
@@ -270,7 +286,7 @@ impl Model {
                         &[(name, curve.clone())],
                         "false positive rate",
                         "true positive rate",
-                        true,
+                        svg::Guide::Diagonal,
                     ));
                 }
                 page.section("metrics", "Metrics", body);
@@ -391,7 +407,7 @@ impl Model {
                 html,
                 "<h3>{}</h3>{}",
                 escape(&self.features[f].name),
-                svg::lines(&named, &self.features[f].name, "mean prediction", false)
+                svg::lines(&named, &self.features[f].name, "mean prediction", svg::Guide::None)
             );
         }
         Ok(html)

@@ -10,9 +10,9 @@ pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A number for people: four significant digits.
+/// A number for people: four significant digits, whole numbers as they are.
 pub(crate) fn number(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
+    if x == 0.0 || !x.is_finite() || (x.fract() == 0.0 && x.abs() < 1e6) {
         return format!("{x}");
     }
     let magnitude = x.abs().log10().floor() as i32;
@@ -124,22 +124,40 @@ impl Frame {
 const PALETTE: [&str; 10] =
     ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac", "#eeca3b"];
 
+/// A dashed guide line drawn under a chart's lines.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Guide {
+    /// No guide.
+    None,
+    /// The line y = x (ROC curves).
+    Diagonal,
+    /// A vertical line at this x (the round early stopping kept).
+    AtX(f64),
+}
+
 /// Lines through `(x, y)` points, one per named series, with a legend when
-/// there are several; `diagonal` adds the line y = x (for ROC curves).
-pub(crate) fn lines(series: &[(String, Vec<(f64, f64)>)], x_name: &str, y_name: &str, diagonal: bool) -> String {
+/// there are several, over a dashed `guide`.
+pub(crate) fn lines(series: &[(String, Vec<(f64, f64)>)], x_name: &str, y_name: &str, guide: Guide) -> String {
     let points = || series.iter().flat_map(|(_, p)| p.iter());
     let frame = Frame { x: range(points().map(|p| p.0)), y: range(points().map(|p| p.1)) };
     let mut svg = format!(r#"<svg class="lines" width="{WIDTH}" height="{HEIGHT}" role="img">"#);
     frame.axes(&mut svg, x_name, y_name);
-    if diagonal {
-        let (a, b) = (frame.x.0.max(frame.y.0), frame.x.1.min(frame.y.1));
+    let ends = match guide {
+        Guide::None => None,
+        Guide::Diagonal => {
+            let (a, b) = (frame.x.0.max(frame.y.0), frame.x.1.min(frame.y.1));
+            Some(((a, a), (b, b)))
+        }
+        Guide::AtX(x) => Some(((x, frame.y.0), (x, frame.y.1))),
+    };
+    if let Some(((x1, y1), (x2, y2))) = ends {
         let _ = write!(
             svg,
-            r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#bbb" stroke-dasharray="4 4"/>"##,
-            frame.px(a),
-            frame.py(a),
-            frame.px(b),
-            frame.py(b)
+            r##"<line class="guide" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#bbb" stroke-dasharray="4 4"/>"##,
+            frame.px(x1),
+            frame.py(y1),
+            frame.px(x2),
+            frame.py(y2)
         );
     }
     for (i, (name, points)) in series.iter().enumerate() {
@@ -317,7 +335,8 @@ mod tests {
     fn numbers_keep_four_significant_digits() {
         assert_eq!(number(0.123456), "0.1235");
         assert_eq!(number(1234.5678), "1235");
-        assert_eq!(number(12.0), "12.00");
+        assert_eq!(number(12.0), "12");
+        assert_eq!(number(12.5), "12.50");
         assert_eq!(number(1e-7), "1.000e-7");
     }
 }

@@ -14,7 +14,7 @@ use crate::data::binned_data::BinnedData;
 use crate::data::label::Target;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::Tree;
-use crate::model::{Boosting, EarlyStopping, Model};
+use crate::model::{Boosting, EarlyStopping, Model, RoundLoss};
 use crate::params::interactions::resolve as resolve_interactions;
 use crate::train::forest::{tree_rng, MIN_TREE_BYTES};
 use crate::train::grower::interactions::Interactions;
@@ -138,6 +138,7 @@ fn boost(
     let mut covers: Vec<Vec<f32>> = Vec::new();
     let mut gain_per_feature = vec![0.0; n_features];
     let mut best: Option<(usize, f64)> = None;
+    let mut curve = Vec::new();
     let mut rounds_run = 0;
     for round in 0..bp.n_rounds {
         let mut rng = tree_rng(bp.tree.seed, round);
@@ -223,8 +224,14 @@ fn boost(
             let (best_round, _) = best.expect("set above");
             stop = round - best_round >= bp.early_stopping_rounds;
         }
-        let report_train = stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
+        // With a validation set the training loss is taken every round, for
+        // the curve the model keeps; else now and then, for progress alone.
+        let report_train =
+            valid_loss.is_some() || stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
         let train_loss = report_train.then(|| loss.value(&target, &training_rows(), weight, &raw, outputs));
+        if let (Some(training), Some(validation)) = (train_loss, valid_loss) {
+            curve.push(RoundLoss { training, validation });
+        }
         on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss, valid_loss });
         if stop {
             break;
@@ -234,7 +241,7 @@ fn boost(
     let early_stopping = best.map(|(best_round, best_loss)| {
         trees.truncate((best_round + 1) * outputs);
         covers.truncate((best_round + 1) * outputs);
-        EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len() }
+        EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len(), curve }
     });
     let importance = (params.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
     Ok(Model {
@@ -271,9 +278,10 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
         min_samples_split: 2.0,
         features_per_node,
         impurity_threshold: 0.0,
-        // Gains are G²/(H+λ) sums, twice the loss reduction (`docs/algorithms.md`, "Gradient boosting");
+        // Gains are G²/(H+λ) sums (`docs/algorithms.md`, "Gradient boosting"), held
+        // against γ itself as oneDAL's specification, XGBoost and LightGBM do;
         // a split must reduce the loss.
-        min_gain: 2.0 * bp.min_split_loss + f64::MIN_POSITIVE,
+        min_gain: bp.min_split_loss + f64::MIN_POSITIVE,
         leaf_scale: bp.learning_rate,
         random_splitter: false,
         max_leaf_nodes: 0,

@@ -209,12 +209,13 @@ impl LevelShard {
         self.weights.as_ref().map_or(1.0, |w| w[r])
     }
 
-    /// Every row's raw scores (`outputs` per row) by `trees`, added to
-    /// `base` tree by tree in order. Scores kept from an earlier level
+    /// Calls `use_scores` with every row's raw scores (`outputs` per row)
+    /// by `trees`, added to `base` tree by tree in order, and keeps them
+    /// for the next round without a copy. Scores kept from an earlier level
     /// whose trees `trees` begins with are extended by the trees since,
     /// which adds in the same order as scoring from the start: the same
     /// bits either way.
-    pub(crate) fn raw_scores(&self, base: &[f64], trees: &[Tree]) -> Vec<f64> {
+    pub(crate) fn with_raw_scores<R>(&self, base: &[f64], trees: &[Tree], use_scores: impl FnOnce(&[f64]) -> R) -> R {
         let outputs = base.len();
         let mut kept = self.scores.lock().unwrap_or_else(|e| e.into_inner());
         let reusable =
@@ -234,9 +235,9 @@ impl LevelShard {
                 }
             });
         }
-        let copy = raw.clone();
+        let result = use_scores(&raw);
         *kept = Some(Scores { trees: trees.len(), fingerprint: fingerprint(base, trees), raw });
-        copy
+        result
     }
 }
 

@@ -11,7 +11,9 @@ pub struct Progress {
     /// Trees or rounds asked for.
     pub total: usize,
     /// Boosting: the mean training loss after this round, reported every
-    /// [`TRAIN_LOSS_EVERY`] rounds and on the last (each costs a pass over the rows).
+    /// [`TRAIN_LOSS_EVERY`] rounds and on the last (each costs a pass over the
+    /// rows), and every round when rows are held out for validation (the
+    /// model keeps that curve).
     pub train_loss: Option<f64>,
     /// Boosting with early stopping: the mean validation loss after this round.
     pub valid_loss: Option<f64>,

@@ -2,7 +2,8 @@
 
 Fits scikit-learn's DecisionTreeClassifier on cancer_cls and on a synthetic
 three-class table of continuous features (with the Gini criterion, and again
-with `criterion="entropy"`), and DecisionTreeRegressor on a slice
+with `criterion="entropy"`, with values missing at random, and with sample
+weights), and DecisionTreeRegressor on a slice
 of diamonds_reg (numeric columns), on float32 features as scikit-learn sees
 them, and writes next to this script:
 
@@ -42,13 +43,23 @@ def load(name, columns, rows=None):
     return x, y
 
 
-def save(name, columns, x, y, label_type):
-    arrays = [pa.array(x[:, i], pa.float32()) for i in range(x.shape[1])] + [pa.array(y, label_type)]
-    return pa.table(arrays, names=columns + ["label"])
+def save(name, columns, x, y, label_type, weight=None):
+    arrays = [pa.array(x[:, i], pa.float32(), from_pandas=True) for i in range(x.shape[1])] + [pa.array(y, label_type)]
+    names = columns + ["label"]
+    if weight is not None:
+        arrays.append(pa.array(weight, pa.float64()))
+        names.append("weight")
+    return pa.table(arrays, names=names)
 
 
-def tree_json(model):
+def tree_json(model, x):
     t = model.tree_
+    # Whether training rows with the node's feature missing reached each split:
+    # where none did, scikit-learn sends missing values to the child of more rows.
+    reached = model.decision_path(x).toarray().astype(bool)
+    saw_missing = [
+        bool(t.children_left[n] != -1 and np.isnan(x[reached[:, n], t.feature[n]]).any()) for n in range(t.node_count)
+    ]
     value = t.value[:, 0, :]
     if value.shape[1] > 1:  # classifier: class fractions (scikit-learn >= 1.4 stores them normalized)
         value = value / value.sum(axis=1, keepdims=True)
@@ -57,6 +68,9 @@ def tree_json(model):
         "children_right": t.children_right.tolist(),
         "feature": t.feature.tolist(),
         "threshold": t.threshold.tolist(),
+        "missing_go_to_left": t.missing_go_to_left.astype(bool).tolist(),
+        "saw_missing": saw_missing,
+        "weighted_n_node_samples": t.weighted_n_node_samples.tolist(),
         "value": value.tolist(),
     }
 
@@ -65,19 +79,19 @@ def signature(model):
     return (tuple(model.tree_.feature), tuple(model.tree_.threshold))
 
 
-def reference(name, model, train, test, columns, label_type, classes):
+def reference(name, model, train, test, columns, label_type, classes, weight=None):
     (xtr, ytr), (xte, yte) = train, test
-    signatures = {signature(model.set_params(random_state=r).fit(xtr, ytr)) for r in range(12)}
+    signatures = {signature(model.set_params(random_state=r).fit(xtr, ytr, sample_weight=weight)) for r in range(12)}
     assert len(signatures) == 1, f"{name}: ties in gain make the CART tree depend on the random state"
-    model.fit(xtr, ytr)
-    pq.write_table(save(name, columns, xtr, ytr, label_type), HERE / f"{name}_train.parquet")
+    model.fit(xtr, ytr, sample_weight=weight)
+    pq.write_table(save(name, columns, xtr, ytr, label_type, weight), HERE / f"{name}_train.parquet")
     test_table = save(name, columns, xte, yte, label_type)
     test_table = test_table.append_column("sklearn_prediction", pa.array(model.predict(xte), label_type))
     if classes:
         for k, column in enumerate(model.predict_proba(xte).T):
             test_table = test_table.append_column(f"sklearn_proba_{k}", pa.array(column, pa.float64()))
     pq.write_table(test_table, HERE / f"{name}_test.parquet")
-    (HERE / f"{name}_tree.json").write_text(json.dumps(tree_json(model)))
+    (HERE / f"{name}_tree.json").write_text(json.dumps(tree_json(model, xtr)))
     print(name, "nodes", model.tree_.node_count, "depth", model.get_depth())
 
 
@@ -87,6 +101,16 @@ def synthetic(n, seed):
     x = rng.normal(size=(n, 6)).astype(np.float32)
     score = x[:, 0] * x[:, 1] + np.sin(2 * x[:, 2]) + 0.5 * x[:, 3] + rng.normal(scale=0.5, size=n)
     return x, np.digitize(score, [-0.5, 0.5]).astype(np.int32)
+
+
+def with_missing(data, seed):
+    """The synthetic table with values missing at random: 15% of x0, 30% of x3."""
+    x, y = data
+    rng = np.random.default_rng(seed)
+    x = x.copy()
+    x[rng.random(len(x)) < 0.15, 0] = np.nan
+    x[rng.random(len(x)) < 0.30, 3] = np.nan
+    return x, y
 
 
 cancer = [f"f{i}" for i in range(30)]
@@ -126,4 +150,23 @@ reference(
     [f"x{i}" for i in range(6)],
     pa.int32(),
     True,
+)
+reference(
+    "cart_missing",
+    DecisionTreeClassifier(max_depth=6, min_samples_leaf=30),
+    with_missing(synthetic(3000, 7), 17),
+    with_missing(synthetic(1000, 8), 18),
+    [f"x{i}" for i in range(6)],
+    pa.int32(),
+    True,
+)
+reference(
+    "cart_weighted",
+    DecisionTreeClassifier(max_depth=6, min_samples_leaf=20),
+    synthetic(3000, 7),
+    synthetic(1000, 8),
+    [f"x{i}" for i in range(6)],
+    pa.int32(),
+    True,
+    weight=np.random.default_rng(27).uniform(0.5, 3.0, size=3000),
 )

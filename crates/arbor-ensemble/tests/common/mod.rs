@@ -73,3 +73,15 @@ pub fn rmse(model: &Model, test: &RecordBatch) -> f64 {
     let y = test.column_by_name("label").unwrap().as_primitive::<Float64Type>();
     (p.values().iter().zip(y.values()).map(|(p, y)| (p - y).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
 }
+
+/// Rewrites model bytes' header length and checksum after an edit of the
+/// payload, so the edit reaches the payload's decoder.
+pub fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.len() >= 28 {
+        let payload_len = (bytes.len() - 28) as u64;
+        let checksum = xxhash_rust::xxh3::xxh3_64(&bytes[28..]);
+        bytes[12..20].copy_from_slice(&payload_len.to_le_bytes());
+        bytes[20..28].copy_from_slice(&checksum.to_le_bytes());
+    }
+    bytes
+}

@@ -352,25 +352,100 @@ mod tests {
         assert_eq!(s.charge, 0.0);
     }
 
+    /// Weighted Gini decrease of a partition, `W·i(t) − W_L·i(t_L) − W_R·i(t_R)`
+    /// (two classes and a count per bin), straight from the definition.
+    fn gini_gain(total: &[f64], left: &[f64]) -> f64 {
+        let right: Vec<f64> = total.iter().zip(left).map(|(t, l)| t - l).collect();
+        total[2] * gini(total) - left[2] * gini(left) - right[2] * gini(&right)
+    }
+
+    /// A two-class histogram (class weights and count per bin) from cells of rows.
+    fn two_class_hist(cells: &[(u8, u8)]) -> Vec<f64> {
+        cells.iter().flat_map(|&(a, b)| [f64::from(a), f64::from(b), f64::from(a) + f64::from(b)]).collect()
+    }
+
+    /// The sum of the bins `chosen` picks.
+    fn sum_of(hist: &[f64], chosen: impl Fn(usize) -> bool) -> Vec<f64> {
+        let mut sum = vec![0.0; 3];
+        hist.chunks_exact(3).enumerate().filter(|&(b, _)| chosen(b)).for_each(|(_, stats)| add(&mut sum, stats));
+        sum
+    }
+
     proptest::proptest! {
-        /// Each child's statistics are the sum of the bins its rule sends its
-        /// way, pooled categories included.
+        /// A categorical split against brute force over every partition of the
+        /// units the search orders (each category of at least `min_rows`, and
+        /// the pool of the smaller ones): a split exactly when there are two
+        /// units or more; each child holds the bins the rule sends its way,
+        /// pooled categories together; the gain is the Gini decrease of those
+        /// children, and no partition beats it by more than the order by
+        /// smoothed response can miss.
         #[test]
-        fn pooled_children_hold_the_bins_their_rule_sends(
-            cells in proptest::collection::vec((0u8..12, 0u8..12), 2..32),
+        fn categorical_splits_against_brute_force(
+            cells in proptest::collection::vec((0u8..12, 0u8..12), 2..12),
             min_rows in 0u8..15,
         ) {
-            let hist: Vec<f64> =
-                cells.iter().flat_map(|&(a, b)| [f64::from(a), f64::from(b), f64::from(a) + f64::from(b)]).collect();
+            let hist = two_class_hist(&cells);
             let c = SplitConstraints { min_samples_category: f64::from(min_rows), ..SplitConstraints::default() };
-            if let Some(s) = best_split(&hist, 3, Criterion::Gini, &c, true) {
-                let SplitRule::Categories { goes_left } = &s.rule else { panic!("categorical rule expected") };
-                let mut left = [0.0; 3];
-                for (stats, _) in hist.chunks_exact(3).zip(goes_left).filter(|(_, &l)| l) {
-                    add(&mut left, stats);
-                }
-                proptest::prop_assert_eq!(left.as_slice(), s.left.as_slice());
+            let total = sum_of(&hist, |_| true);
+            let occupied: Vec<usize> = (0..cells.len()).filter(|&b| hist[b * 3 + 2] > 0.0).collect();
+            let (big, small): (Vec<usize>, Vec<usize>) =
+                occupied.iter().partition(|&&b| hist[b * 3 + 2] >= f64::from(min_rows));
+            let mut units: Vec<Vec<usize>> = big.iter().map(|&b| vec![b]).collect();
+            if !small.is_empty() {
+                units.push(small.clone());
             }
+            let found = best_split(&hist, 3, Criterion::Gini, &c, true);
+            proptest::prop_assert_eq!(found.is_some(), units.len() >= 2, "{} units", units.len());
+            let Some(s) = found else { return Ok(()) };
+            let SplitRule::Categories { goes_left } = &s.rule else { panic!("categorical rule expected") };
+            let left = sum_of(&hist, |b| goes_left[b]);
+            let right = sum_of(&hist, |b| !goes_left[b]);
+            proptest::prop_assert_eq!(left.as_slice(), s.left.as_slice());
+            proptest::prop_assert_eq!(right.as_slice(), s.right.as_slice());
+            proptest::prop_assert!(left[2] > 0.0 && right[2] > 0.0);
+            proptest::prop_assert!(small.iter().all(|&b| goes_left[b] == goes_left[small[0]]), "the pool moves as one");
+            let gain = gini_gain(&total, &left);
+            proptest::prop_assert!((s.gain - gain).abs() <= 1e-9 * total[2], "{} against {}", s.gain, gain);
+            // Every partition of the units with both sides occupied (the last unit kept right).
+            let mut best = f64::NEG_INFINITY;
+            for mask in 1u32..(1 << (units.len() - 1)) {
+                let on_left = |b: usize| units.iter().enumerate().any(|(u, bins)| mask & (1 << u) != 0 && bins.contains(&b));
+                best = best.max(gini_gain(&total, &sum_of(&hist, on_left)));
+            }
+            proptest::prop_assert!(s.gain <= best + 1e-9 * total[2], "{} above the best partition {}", s.gain, best);
+            // Two units have one partition: the search must find it.
+            if units.len() == 2 {
+                proptest::prop_assert!((s.gain - best).abs() <= 1e-9 * total[2]);
+            }
+        }
+
+        /// A numeric split is the best of every threshold with missing values
+        /// on either side, by brute force, and each child holds the bins the
+        /// rule sends its way; a split exists exactly when two bins hold rows.
+        #[test]
+        fn threshold_splits_against_brute_force(cells in proptest::collection::vec((0u8..6, 0u8..6), 2..14)) {
+            let hist = two_class_hist(&cells);
+            let total = sum_of(&hist, |_| true);
+            let occupied = |b: usize| hist[b * 3 + 2] > 0.0;
+            let mut best = f64::NEG_INFINITY;
+            for t in 1..cells.len() {
+                for missing_left in [false, true] {
+                    let left = sum_of(&hist, |b| if b == 0 { missing_left } else { b <= t });
+                    if left[2] > 0.0 && left[2] < total[2] {
+                        best = best.max(gini_gain(&total, &left));
+                    }
+                }
+            }
+            let found = best_split(&hist, 3, Criterion::Gini, &SplitConstraints::default(), false);
+            let distinct = (0..cells.len()).filter(|&b| occupied(b)).count();
+            proptest::prop_assert_eq!(found.is_some(), distinct >= 2, "{} occupied bins", distinct);
+            let Some(s) = found else { return Ok(()) };
+            let SplitRule::Threshold { bin, missing_left } = s.rule else { panic!("a threshold") };
+            let left = sum_of(&hist, |b| if b == 0 { missing_left } else { b <= bin as usize });
+            let right = sum_of(&hist, |b| if b == 0 { !missing_left } else { b > bin as usize });
+            proptest::prop_assert_eq!(left.as_slice(), s.left.as_slice());
+            proptest::prop_assert_eq!(right.as_slice(), s.right.as_slice());
+            proptest::prop_assert!((s.gain - best).abs() <= 1e-9 * total[2], "{} against the best {}", s.gain, best);
         }
     }
 }

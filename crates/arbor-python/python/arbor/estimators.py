@@ -443,6 +443,32 @@ class _Boosting(_ArborEstimator):
         self.importance = importance
         self.seed = seed
 
+    def _early_stopping(self) -> dict:
+        check_is_fitted(self)
+        stopped = self.model_.info()["boosting"]["early_stopping"]
+        if stopped is None:
+            msg = "the model was trained without early stopping (early_stopping_rounds=0)"
+            raise AttributeError(msg)
+        return stopped
+
+    @property
+    def best_iteration_(self) -> int:
+        """The rounds early stopping kept (the round of the lowest validation loss, from 1)."""
+        return self._early_stopping()["best_round"]
+
+    @property
+    def evals_result_(self) -> dict:
+        """The loss after each round early stopping ran, the rounds past the best
+        included, as LightGBM's estimators give it:
+        ``{"training": {metric: [...]}, "validation": {metric: [...]}}``."""
+        stopped = self._early_stopping()
+        metric = self.model_.info()["boosting"]["metric"]
+        curve = stopped["curve"]
+        if curve is None:
+            msg = "the model predates the recorded training curve (model format 5)"
+            raise AttributeError(msg)
+        return {"training": {metric: curve["training"]}, "validation": {metric: curve["validation"]}}
+
 
 class RandomForestClassifier(_Classifier, _Forest):
     """Random forest classification (oneDAL's decision forest; arbor's defaults).
