@@ -149,9 +149,7 @@ impl Model {
     }
 
     fn training_curve(&self) -> String {
-        let (Some(boosting), Some(run)) =
-            (self.boosting.as_ref(), self.boosting.as_ref().and_then(|b| b.early_stopping.as_ref()))
-        else {
+        let Some((boosting, run)) = self.boosting.as_ref().and_then(|b| Some((b, b.early_stopping.as_ref()?))) else {
             return "<p class=\"note\">Not recorded: the model was trained without a validation set, \
                     or is a forest.</p>\n"
                 .into();

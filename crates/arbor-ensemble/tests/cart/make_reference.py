@@ -113,6 +113,15 @@ def with_missing(data, seed):
     return x, y
 
 
+def synthetic_reference(name, model, transform=lambda data, _seed: data, **weight):
+    """A reference on the synthetic three-class table (3,000 training rows,
+    1,000 test rows), its rows passed through `transform` with a seed of
+    their own."""
+    train = transform(synthetic(3000, 7), 17)
+    test = transform(synthetic(1000, 8), 18)
+    reference(name, model, train, test, [f"x{i}" for i in range(6)], pa.int32(), True, **weight)
+
+
 cancer = [f"f{i}" for i in range(30)]
 reference(
     "cart_cls",
@@ -123,15 +132,7 @@ reference(
     pa.int32(),
     True,
 )
-reference(
-    "cart_multi",
-    DecisionTreeClassifier(max_depth=6, min_samples_leaf=20),
-    synthetic(3000, 7),
-    synthetic(1000, 8),
-    [f"x{i}" for i in range(6)],
-    pa.int32(),
-    True,
-)
+synthetic_reference("cart_multi", DecisionTreeClassifier(max_depth=6, min_samples_leaf=20))
 diamonds = ["carat", "depth", "table", "x", "y", "z"]
 reference(
     "cart_reg",
@@ -142,31 +143,10 @@ reference(
     pa.float64(),
     False,
 )
-reference(
-    "cart_entropy",
-    DecisionTreeClassifier(criterion="entropy", max_depth=6, min_samples_leaf=20),
-    synthetic(3000, 7),
-    synthetic(1000, 8),
-    [f"x{i}" for i in range(6)],
-    pa.int32(),
-    True,
-)
-reference(
-    "cart_missing",
-    DecisionTreeClassifier(max_depth=6, min_samples_leaf=30),
-    with_missing(synthetic(3000, 7), 17),
-    with_missing(synthetic(1000, 8), 18),
-    [f"x{i}" for i in range(6)],
-    pa.int32(),
-    True,
-)
-reference(
+synthetic_reference("cart_entropy", DecisionTreeClassifier(criterion="entropy", max_depth=6, min_samples_leaf=20))
+synthetic_reference("cart_missing", DecisionTreeClassifier(max_depth=6, min_samples_leaf=30), with_missing)
+synthetic_reference(
     "cart_weighted",
     DecisionTreeClassifier(max_depth=6, min_samples_leaf=20),
-    synthetic(3000, 7),
-    synthetic(1000, 8),
-    [f"x{i}" for i in range(6)],
-    pa.int32(),
-    True,
     weight=np.random.default_rng(27).uniform(0.5, 3.0, size=3000),
 )

@@ -443,26 +443,26 @@ class _Boosting(_ArborEstimator):
         self.importance = importance
         self.seed = seed
 
-    def _early_stopping(self) -> dict:
+    def _early_stopping(self) -> tuple[dict, str]:
+        """What early stopping saw (the model's ``info()``) and the loss's metric."""
         check_is_fitted(self)
-        stopped = self.model_.info()["boosting"]["early_stopping"]
-        if stopped is None:
+        boosting = self.model_.info()["boosting"]
+        if boosting["early_stopping"] is None:
             msg = "the model was trained without early stopping (early_stopping_rounds=0)"
             raise AttributeError(msg)
-        return stopped
+        return boosting["early_stopping"], boosting["metric"]
 
     @property
     def best_iteration_(self) -> int:
         """The rounds early stopping kept (the round of the lowest validation loss, from 1)."""
-        return self._early_stopping()["best_round"]
+        return self._early_stopping()[0]["best_round"]
 
     @property
     def evals_result_(self) -> dict:
         """The loss after each round early stopping ran, the rounds past the best
         included, as LightGBM's estimators give it:
         ``{"training": {metric: [...]}, "validation": {metric: [...]}}``."""
-        stopped = self._early_stopping()
-        metric = self.model_.info()["boosting"]["metric"]
+        stopped, metric = self._early_stopping()
         curve = stopped["curve"]
         if curve is None:
             msg = "the model predates the recorded training curve (model format 5)"
