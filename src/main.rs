@@ -60,43 +60,78 @@ impl ExportTo {
     }
 }
 
+/// `arbor train`'s flags.
+#[derive(clap::Args)]
+struct TrainFlags {
+    /// Training data: a Parquet file, or a directory of Parquet files of one schema.
+    #[arg(long)]
+    input: PathBuf,
+    /// The label column.
+    #[arg(long)]
+    label: String,
+    /// Where to write the model.
+    #[arg(long)]
+    output: PathBuf,
+    /// Default: classification for integer, boolean or string labels, regression for floats.
+    #[arg(long, value_enum)]
+    task: Option<Task>,
+    /// The ensemble to train.
+    #[arg(long, value_enum)]
+    algorithm: Option<Algorithm>,
+    /// Feature columns, comma separated (default: every column but the label and weight).
+    #[arg(long, value_delimiter = ',')]
+    features: Option<Vec<String>>,
+    /// A column of sample weights.
+    #[arg(long)]
+    weight: Option<String>,
+    /// A training option KEY=VALUE (repeatable), e.g. --set n_trees=200.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Random forests: write each training row's out-of-bag prediction and error here (Parquet).
+    #[arg(long, value_name = "FILE")]
+    oob_output: Option<PathBuf>,
+    /// The memory training may use, e.g. 2GB or 512MiB (default: the
+    /// machine's, or its cgroup's): a request past it is an error that
+    /// names the figure, not an out-of-memory kill.
+    #[arg(long, value_name = "SIZE", value_parser = arbor::parse_size)]
+    memory_limit: Option<u64>,
+    /// Continue boosting from this model: its rounds come first, then
+    /// `n_rounds` more, on its bins, features, classes and loss.
+    #[arg(long, value_name = "MODEL.arbor")]
+    init_model: Option<PathBuf>,
+}
+
+impl TrainFlags {
+    /// The flags as the train command takes them.
+    fn into_args(self) -> TrainArgs {
+        let task = self.task.map(|t| match t {
+            Task::Classification => "classification".into(),
+            Task::Regression => "regression".into(),
+        });
+        let algorithm = self.algorithm.map(|a| match a {
+            Algorithm::RandomForest => "random-forest".into(),
+            Algorithm::GradientBoosting => "gradient-boosting".into(),
+        });
+        TrainArgs {
+            task,
+            algorithm,
+            input: self.input,
+            label: self.label,
+            output: self.output,
+            features: self.features,
+            weight: self.weight,
+            set: self.set,
+            oob_output: self.oob_output,
+            memory_limit: self.memory_limit,
+            init_model: self.init_model,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Train a model on a Parquet file.
-    Train {
-        /// Training data: a Parquet file, or a directory of Parquet files of one schema.
-        #[arg(long)]
-        input: PathBuf,
-        /// The label column.
-        #[arg(long)]
-        label: String,
-        /// Where to write the model.
-        #[arg(long)]
-        output: PathBuf,
-        /// Default: classification for integer, boolean or string labels, regression for floats.
-        #[arg(long, value_enum)]
-        task: Option<Task>,
-        /// The ensemble to train.
-        #[arg(long, value_enum)]
-        algorithm: Option<Algorithm>,
-        /// Feature columns, comma separated (default: every column but the label and weight).
-        #[arg(long, value_delimiter = ',')]
-        features: Option<Vec<String>>,
-        /// A column of sample weights.
-        #[arg(long)]
-        weight: Option<String>,
-        /// A training option KEY=VALUE (repeatable), e.g. --set n_trees=200.
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// Random forests: write each training row's out-of-bag prediction and error here (Parquet).
-        #[arg(long, value_name = "FILE")]
-        oob_output: Option<PathBuf>,
-        /// The memory training may use, e.g. 2GB or 512MiB (default: the
-        /// machine's, or its cgroup's): a request past it is an error that
-        /// names the figure, not an out-of-memory kill.
-        #[arg(long, value_name = "SIZE", value_parser = arbor::parse_size)]
-        memory_limit: Option<u64>,
-    },
+    Train(TrainFlags),
     /// Score a Parquet file with a model.
     Predict {
         /// The model file.
@@ -241,26 +276,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
     let stdout = || std::io::stdout().lock();
     let io = |e| CliError::Io { path: "<stdout>".into(), source: e };
     match cli.command {
-        Command::Train { input, label, output, task, algorithm, features, weight, set, oob_output, memory_limit } => {
-            let args = TrainArgs {
-                input,
-                label,
-                output,
-                task: task.map(|t| match t {
-                    Task::Classification => "classification".into(),
-                    Task::Regression => "regression".into(),
-                }),
-                algorithm: algorithm.map(|a| match a {
-                    Algorithm::RandomForest => "random-forest".into(),
-                    Algorithm::GradientBoosting => "gradient-boosting".into(),
-                }),
-                features,
-                weight,
-                set,
-                oob_output,
-                memory_limit,
-            };
-            let report = commands::train(&args)?;
+        Command::Train(flags) => {
+            let report = commands::train(&flags.into_args())?;
             eprintln!("{report}");
         }
         Command::Predict { model, input, output, proba, contributions } => {

@@ -907,3 +907,50 @@ fn train_features_picks_the_columns_trained_on() {
     assert!(err.contains("nonesuch"), "{err}");
     assert_eq!(std::fs::read(&model).unwrap(), before, "a failed run leaves the model file as it was");
 }
+
+#[test]
+fn init_model_continues_boosting_from_a_model_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = dir.path().join("train.parquet");
+    write(&train, &read(&data("diamonds_reg_train.parquet")).slice(0, 4_000));
+    let path = |name: &str| dir.path().join(name);
+    let boost = |rounds: &str, output: &Path, extra: &[&str]| {
+        let rounds = format!("n_rounds={rounds}");
+        let args = ["train", "--input", s(&train), "--label", "label", "--output", s(output), "--set", &rounds];
+        [&args[..], &["--set", "max_depth=4", "--set", "sample_fraction=0.8"], extra]
+            .concat()
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    run(boost("50", &path("whole.arbor"), &["--algorithm", "gradient-boosting"]));
+    run(boost("30", &path("first.arbor"), &["--algorithm", "gradient-boosting"]));
+    // Boosting is the default with a model to continue.
+    run(boost("20", &path("continued.arbor"), &["--init-model", s(&path("first.arbor"))]));
+
+    let test = data("diamonds_reg_test.parquet");
+    let scores = |model: &Path, out: &Path| {
+        ok(&["predict", "--model", s(model), "--input", s(&test), "--output", s(out)]);
+        read(out).column_by_name("prediction").unwrap().as_primitive::<Float64Type>().values().to_vec()
+    };
+    let (whole, continued) =
+        (scores(&path("whole.arbor"), &path("w.parquet")), scores(&path("continued.arbor"), &path("c.parquet")));
+    assert!(whole.iter().zip(&continued).all(|(a, b)| (a - b).abs() <= 1e-9), "30 + 20 rounds predict as 50");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", "--model", s(&path("continued.arbor")), "--json"])).unwrap();
+    assert_eq!(json["trees"].as_array().unwrap().len(), 50);
+
+    // A forest cannot be continued; a feature the model lacks is named; nothing is written.
+    let forest = path("forest.arbor");
+    ok(&["train", "--input", s(&train), "--label", "label", "--output", s(&forest), "--set", "n_trees=2"]);
+    let out = path("never.arbor");
+    let args = ["train", "--input", s(&train), "--label", "label", "--output", s(&out), "--init-model"];
+    let err = fails(&[&args[..], &[s(&forest)]].concat());
+    assert!(err.contains("init_model") && err.contains("random forest"), "{err}");
+    let err = fails(&[&args[..], &[s(&path("first.arbor")), "--features", "carat,cut"]].concat());
+    assert!(err.contains("'color'"), "{err}");
+    let err = fails(&[&args[..], &[s(&path("nonesuch.arbor"))]].concat());
+    assert!(err.contains("nonesuch.arbor"), "{err}");
+    assert!(!out.exists(), "a failed run writes no model");
+}

@@ -251,6 +251,27 @@ fn a_cluster_of_processes_trains_and_scores_like_one_node() {
             );
         }
     }
+
+    // Boosting continued from the cluster's model (a model argument): the
+    // rows reach one aggregate, which trains what one node trains.
+    let first = data.join("gbt_cluster.parquet");
+    let args: Vec<String> = FEATURES.split(", ").map(|f| format!("t.{f}")).collect();
+    let continue_to = |out: &Path| {
+        format!(
+            "{tables} CREATE EXTERNAL TABLE first STORED AS PARQUET LOCATION '{}'; \
+             COPY (SELECT train_forest(t.label, {}, f.model, 'n_rounds=5') AS model FROM train t CROSS JOIN first f) \
+             TO '{}' STORED AS PARQUET;",
+            first.display(),
+            args.join(", "),
+            out.display()
+        )
+    };
+    let (on_cluster, on_one_node) = (data.join("more_cluster.parquet"), data.join("more_single.parquet"));
+    ok(cluster.sql(&continue_to(&on_cluster)));
+    single_node(&continue_to(&on_one_node));
+    assert_eq!(model_bytes(&on_cluster), model_bytes(&on_one_node), "continued on the cluster and on one node");
+    let continued = arbor_ensemble::Model::from_bytes(&model_bytes(&on_cluster)).unwrap();
+    assert_eq!(continued.trees().len(), 25, "20 rounds, then 5");
 }
 
 /// Ballista 55's error when its scheduler finds no live executor for a job's

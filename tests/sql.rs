@@ -509,3 +509,75 @@ async fn the_sessions_memory_limit_bounds_training() {
     query(&ctx, "SET datafusion.runtime.memory_limit = '512M'").await;
     assert!(!model_of(&ctx, &sql).await.is_empty());
 }
+
+const DIAMOND_FEATURES: &str = "carat, cut, color, clarity, depth, \"table\", x, y, z";
+
+/// Every tree of two models, equal.
+fn same_trees(a: &Model, b: &Model) {
+    assert_eq!(a.trees().len(), b.trees().len());
+    for t in 0..a.trees().len() {
+        assert_eq!(a.trees().get(t), b.trees().get(t), "tree {t}");
+    }
+}
+
+/// A model argument after the features continues boosting from it: a
+/// scalar subquery's, a joined table's per group; 30 rounds then 20 are
+/// the trees of 50 at once. Misplaced or mixed models are clear errors.
+#[tokio::test]
+async fn train_forest_continues_boosting_from_a_model_argument() {
+    let ctx = session(3, 2048).await;
+    query(&ctx, "CREATE TABLE d AS SELECT * FROM diamonds_train WHERE carat < 0.6").await;
+    let boost = |rounds: usize, model: &str, group: bool| {
+        let key = if group { "cut AS key, " } else { "" };
+        let by = if group { " GROUP BY cut" } else { "" };
+        format!(
+            "SELECT {key}train_forest(label, {DIAMOND_FEATURES}{model}, 'algorithm=gradient-boosting n_rounds={rounds} \
+             max_depth=3 sample_fraction=0.8') AS m FROM d{by}"
+        )
+    };
+    let whole = Model::from_bytes(&model_of(&ctx, &boost(50, "", false)).await).unwrap();
+    query(&ctx, &format!("CREATE TABLE first AS {}", boost(30, "", false))).await;
+    // The model from a scalar subquery; `algorithm` may be left out.
+    let continued = model_of(
+        &ctx,
+        &format!(
+            "SELECT train_forest(label, {DIAMOND_FEATURES}, (SELECT m FROM first), 'n_rounds=20 max_depth=3 \
+             sample_fraction=0.8') FROM d"
+        ),
+    )
+    .await;
+    same_trees(&Model::from_bytes(&continued).unwrap(), &whole);
+
+    // One model per group, continued through a join on the group's key.
+    query(&ctx, &format!("CREATE TABLE firsts AS {}", boost(30, "", true))).await;
+    query(&ctx, &format!("CREATE TABLE wholes AS {}", boost(50, "", true))).await;
+    let joined: Vec<&str> = DIAMOND_FEATURES.split(", ").collect();
+    let joined = joined.iter().map(|f| format!("d.{f}")).collect::<Vec<_>>().join(", ");
+    let batches = query(
+        &ctx,
+        &format!(
+            "WITH more AS (SELECT d.cut AS key, train_forest(d.label, {joined}, f.m, 'n_rounds=20 max_depth=3 \
+             sample_fraction=0.8') AS m FROM d JOIN firsts f ON d.cut = f.key GROUP BY d.cut)
+             SELECT more.m, wholes.m FROM more JOIN wholes ON more.key = wholes.key ORDER BY more.key"
+        ),
+    )
+    .await;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, 5, "one model per cut");
+    for batch in &batches {
+        for row in 0..batch.num_rows() {
+            let more = Model::from_bytes(model_bytes(batch.column(0), row).unwrap()).unwrap();
+            let whole = Model::from_bytes(model_bytes(batch.column(1), row).unwrap()).unwrap();
+            same_trees(&more, &whole);
+        }
+    }
+
+    let err =
+        query_err(&ctx, &format!("SELECT train_forest(label, (SELECT m FROM first), {DIAMOND_FEATURES}) FROM d")).await;
+    assert!(err.contains("goes after the features"), "{err}");
+    let err = query_err(&ctx, &format!("SELECT train_forest(d.label, {joined}, f.m) FROM d CROSS JOIN firsts f")).await;
+    assert!(err.contains("'m' holds different models in one group"), "{err}");
+    let err =
+        query_err(&ctx, "SELECT train_forest(label, carat, cut, (SELECT m FROM first), 'n_rounds=2') FROM d").await;
+    assert!(err.contains("'color'"), "{err}");
+}

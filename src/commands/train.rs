@@ -38,6 +38,8 @@ pub struct TrainArgs {
     pub oob_output: Option<PathBuf>,
     /// The bytes training may use (`None`: the machine's, or its cgroup's).
     pub memory_limit: Option<u64>,
+    /// A boosted model to continue (`--init-model`).
+    pub init_model: Option<PathBuf>,
 }
 
 /// Trains a model and writes it; returns its report for standard error: a
@@ -50,6 +52,14 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     }
     if let Some(algorithm) = &args.algorithm {
         params.set("algorithm", algorithm)?;
+    }
+    // A model to continue is read first; it is boosted, so boosting is the default.
+    let init_model = args.init_model.as_deref().map(super::predict::load_model).transpose()?;
+    if let (Some(model), None) = (&init_model, &args.algorithm) {
+        params.set("algorithm", "gradient-boosting")?;
+        if args.task.is_none() {
+            params.set("task", model.task().name())?;
+        }
     }
     for pair in &args.set {
         let (key, value) =
@@ -96,12 +106,20 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     if let Some(weight) = &args.weight {
         trainer = trainer.weight(weight);
     }
+    if let Some(model) = &init_model {
+        // Continued training reads the model's features, binned on its bins.
+        if args.features.is_none() {
+            trainer = trainer.features(model.features().iter().map(|f| f.name.clone()));
+        }
+        trainer = trainer.init_model(model);
+    }
     // Read a column at a time: the whole table is never in memory. Binned
     // as read (each column twice: for the rows' hashes, then for its bins),
-    // unless exact splits need every raw value.
+    // unless exact splits need every raw value or the rows are binned on a
+    // model's bins (`--init-model`), which read the table whole.
     let input = parquet_io::ColumnReader::open(&args.input)?;
     let read = |name: &str| input.read(name).map_err(|e| ArborError::Data(e.to_string()));
-    let Trained { model, out_of_bag: oob } = if trainer.params().tree().exact {
+    let Trained { model, out_of_bag: oob } = if trainer.params().tree().exact || init_model.is_some() {
         let data = TrainingData::from_column_reader(input.schema(), trainer.roles(), trainer.params().task, read)?;
         trainer.fit_owned(data)?
     } else {

@@ -130,7 +130,9 @@ impl BinnedTrainingExec {
         let exprs = call.expressions();
         let fields = exprs.iter().map(|e| e.return_field(&schema)).collect::<Result<Vec<_>>>()?;
         // A mistake in the arguments is the aggregate's to report, as it always has.
-        let Ok(TrainArguments { names, types, weight, options }) = TrainArguments::read(&exprs, &fields, &schema)
+        // A model to continue trains on its bins, from rows held: left to the aggregate.
+        let Ok(TrainArguments { names, types, weight, options, init: None }) =
+            TrainArguments::read(&exprs, &fields, &schema)
         else {
             return Ok(None);
         };

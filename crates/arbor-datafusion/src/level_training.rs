@@ -51,7 +51,7 @@ use datafusion::physical_plan::{collect, ExecutionPlan};
 use crate::error::FunctionError;
 use crate::finish_nodes::FinishNodes;
 use crate::level_progress::{LevelProgress, LevelStep};
-use crate::model_column::model_scalar;
+use crate::model_column::{model_scalar, ModelKind};
 use crate::small_node_records::SmallNodeRecords;
 use crate::sql_options::TrainOptions;
 use crate::train_step::{StepOutcome, TrainStep};
@@ -323,6 +323,15 @@ impl LevelCall {
         else {
             return None;
         };
+        // A model to continue (an argument of a model's type) is the aggregate's to train from.
+        let schema = aggregate.input.schema();
+        let is_model = |arg: &Expr| {
+            datafusion::logical_expr::ExprSchemable::get_type(arg, schema.as_ref())
+                .is_ok_and(|t| matches!(ModelKind::of(&t), Some(ModelKind::Typed(_) | ModelKind::Bytes)))
+        };
+        if params.args.iter().skip(1).any(is_model) {
+            return None;
+        }
         // Options that fail their check are left to `train_forest`, which reports the error.
         let options = TrainOptions::parse(text).ok()?;
         let checked = options.params.check().ok()?;

@@ -42,6 +42,7 @@ mod error;
 pub mod finish_nodes;
 mod forest_importance;
 mod forest_info;
+mod init_model;
 mod level_progress;
 pub mod level_training;
 mod model_argument;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, NamedColumn, Task, TrainingData};
+use arbor_ensemble::{ArborError, NamedColumn, Task, TrainParams, TrainingData};
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, FieldRef, Schema};
 use datafusion::common::{plan_err, ScalarValue};
@@ -15,24 +15,31 @@ use datafusion::physical_expr::PhysicalExpr;
 
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
+use crate::model_column::ModelKind;
 use crate::sql_options::TrainOptions;
 
 /// The function's name, in its errors.
 const NAME: &str = "train_forest";
 
 /// `train_forest`'s arguments: the data arguments' names and types (label
-/// first), which of them holds sample weights, and the parsed options.
+/// first), which of them holds sample weights, the parsed options, and the
+/// argument that holds a model to continue, if any.
 pub(crate) struct TrainArguments {
     pub names: Vec<String>,
     pub types: Vec<DataType>,
     pub weight: Option<usize>,
     pub options: TrainOptions,
+    /// A model argument (a model column or Binary) after the features:
+    /// boosting continues from it (`init_model`). Its position among the
+    /// arguments, which is the data arguments' count.
+    pub init: Option<usize>,
 }
 
 impl TrainArguments {
     /// Reads the arguments `exprs` (of `fields`, over `schema`): a trailing
-    /// string literal is the options; the weight option must name a
-    /// feature argument and leave another.
+    /// string literal is the options, and a model argument before it (or
+    /// last) the model to continue; the weight option must name a feature
+    /// argument and leave another.
     pub(crate) fn read(
         exprs: &[Arc<dyn PhysicalExpr>],
         fields: &[FieldRef],
@@ -40,11 +47,30 @@ impl TrainArguments {
     ) -> Result<TrainArguments> {
         let mut n_data = exprs.len();
         let mut options = TrainOptions::default();
+        let mut algorithm_given = false;
         if let Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) =
             exprs.last().and_then(|e| constant(e, schema))
         {
             options = TrainOptions::parse(&s).plan(NAME)?;
+            algorithm_given = TrainParams::option_pairs(&s).is_ok_and(|p| p.iter().any(|(k, _)| *k == "algorithm"));
             n_data -= 1;
+        }
+        let is_model =
+            |f: &FieldRef| matches!(ModelKind::of(f.data_type()), Some(ModelKind::Typed(_) | ModelKind::Bytes));
+        if let Some(i) = fields[..n_data].iter().skip(1).position(is_model).map(|i| i + 1).filter(|&i| i + 1 < n_data) {
+            return plan_err!(
+                "train_forest: argument '{}' is a model; a model to continue goes after the features, \
+                 before the options: train_forest(label, feature, ..., model[, 'options'])",
+                fields[i].name()
+            );
+        }
+        let init = (n_data > 2 && is_model(&fields[n_data - 1])).then(|| {
+            n_data -= 1;
+            n_data
+        });
+        if init.is_some() && !algorithm_given {
+            // A model to continue is a boosted one: boosting is the default.
+            options.params.set("algorithm", "gradient-boosting").plan(NAME)?;
         }
         if n_data < 2 {
             return plan_err!(
@@ -66,7 +92,7 @@ impl TrainArguments {
                 }
             },
         };
-        Ok(TrainArguments { names, types, weight, options })
+        Ok(TrainArguments { names, types, weight, options, init })
     }
 }
 

@@ -18,10 +18,11 @@ use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Sig
 
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
+use crate::init_model::InitModel;
 use crate::model_column::{model_scalar, model_type, null_model_scalar};
 use crate::sql_options::{is_option_key, OnGroupError};
 use crate::sql_reference::DOC_SECTION;
-use crate::train_arguments::{training_data, TrainArguments};
+use crate::train_arguments::{constant, training_data, TrainArguments};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
@@ -40,8 +41,9 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
          held, so its raw values are never held whole (`EXPLAIN` shows `BinnedTrainingExec`). Under GROUP BY a group's \
          rows stay in memory until its model trains. Either way memory is counted against the session's memory pool \
          (`SET datafusion.runtime.memory_limit`): a request past it is an error naming the figure. The same rows and \
-         options give the same model bytes as `arbor train`, whatever the partitioning.",
-        "train_forest(label, feature_1[, ..., feature_n][, 'options'])",
+         options give the same model bytes as `arbor train`, whatever the partitioning. A model argument after the \
+         features continues boosting from that model (see `model`).",
+        "train_forest(label, feature_1[, ..., feature_n][, model][, 'options'])",
     )
     .with_argument(
         "label",
@@ -51,6 +53,14 @@ static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
         "feature_i",
         "A feature column; its name is the feature's name in the model. Numeric and boolean columns are numeric \
          features, string and dictionary columns categorical ones.",
+    )
+    .with_argument(
+        "model",
+        "Optional: a boosted model to continue (`init_model`), as `train_forest` returns it or its bytes as Binary: a \
+         scalar subquery, or a joined model table's column with GROUP BY (one model per group; different models in \
+         one group are an error, a NULL model trains from scratch). Its rounds come first, then `n_rounds` more, on \
+         its bins, features (the feature arguments, by name, in any order), classes and loss; boosting is the \
+         default then. The group's rows are held until it trains.",
     )
     .with_argument(
         "options",
@@ -162,10 +172,21 @@ impl AggregateUDFImpl for TrainForest {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let TrainArguments { names, types, weight, options } =
+        let TrainArguments { names, types, weight, options, init } =
             TrainArguments::read(args.exprs, args.expr_fields, args.schema)?;
         let n_data = names.len();
+        let init = init.map(|index| -> Result<InitModel> {
+            let field = &args.expr_fields[index];
+            let mut model = InitModel::new(field.name().clone(), field.data_type().clone(), index);
+            // A literal (or a scalar subquery's value) is read once, here.
+            if let Some(value) = constant(&args.exprs[index], args.schema) {
+                model.see(&value.to_array()?)?;
+                model.constant = true;
+            }
+            Ok(model)
+        });
         Ok(Box::new(TrainForestAccumulator {
+            init: init.transpose()?,
             names,
             types,
             weight,
@@ -218,13 +239,18 @@ struct TrainForestAccumulator {
     parts_hint: Option<usize>,
     /// Forests grown by partial aggregates, as model bytes.
     parts: Vec<Vec<u8>>,
+    /// The model boosting continues from, if an argument gives one.
+    init: Option<InitModel>,
 }
 
 impl TrainForestAccumulator {
     /// Trains on the rows held, with `params`.
     fn fit(&mut self, params: CheckedParams) -> std::result::Result<Model, ArborError> {
         let data = training_data(&self.names, &self.types, self.weight, &mut self.arrays, params.task, true)?;
-        Ok(Trainer::checked(params).fit_owned(data)?.model)
+        match self.init.as_ref().map(InitModel::decoded).transpose()?.flatten() {
+            Some(model) => Ok(Trainer::checked(params).init_model(&model).fit_owned(data)?.model),
+            None => Ok(Trainer::checked(params).fit_owned(data)?.model),
+        }
     }
 
     /// Rows held.
@@ -374,6 +400,9 @@ impl Accumulator for TrainForestAccumulator {
         for (store, array) in self.arrays.iter_mut().zip(values) {
             store.push(array.clone())?;
         }
+        if let Some(init) = self.init.as_mut().filter(|init| !init.constant) {
+            init.see(&values[init.index])?;
+        }
         Ok(())
     }
 
@@ -420,6 +449,10 @@ impl Accumulator for TrainForestAccumulator {
         }
         let mut out = Vec::with_capacity(self.n_args + 1);
         for i in 0..self.n_args {
+            if let Some(init) = self.init.as_ref().filter(|init| init.index == i) {
+                out.push(list_scalar(init.state()));
+                continue;
+            }
             let data_type = self.types.get(i).cloned().unwrap_or(DataType::Utf8);
             let arrays = match self.arrays.get_mut(i) {
                 Some(column) => column.compacted()?,
@@ -446,6 +479,12 @@ impl Accumulator for TrainForestAccumulator {
                 if list.is_valid(j) {
                     store.push(list.value(j))?;
                 }
+            }
+        }
+        if let Some(init) = &mut self.init {
+            let list = states[init.index].as_list::<i32>();
+            for j in (0..list.len()).filter(|&j| list.is_valid(j)) {
+                init.see(&list.value(j))?;
             }
         }
         if self.distributed {

@@ -110,7 +110,7 @@ impl AggregateUDFImpl for TrainStep {
             ) => b,
             _ => return plan_err!("{TRAIN_STEP} takes the training state as a binary literal first"),
         };
-        let TrainArguments { names, types, weight, options } =
+        let TrainArguments { names, types, weight, options, .. } =
             TrainArguments::read(&args.exprs[1..], &args.expr_fields[1..], args.schema)?;
         let state_size = state.len();
         let state = match state.is_empty() {

@@ -43,6 +43,7 @@ pub struct Trainer<'a> {
     roles: ColumnRoles,
     on_progress: Option<OnProgress<'a>>,
     spill_dir: Option<&'a Path>,
+    init_model: Option<&'a Model>,
 }
 
 impl std::fmt::Debug for Trainer<'_> {
@@ -51,6 +52,7 @@ impl std::fmt::Debug for Trainer<'_> {
             .field("params", &self.params)
             .field("roles", &self.roles)
             .field("spill_dir", &self.spill_dir)
+            .field("init_model", &self.init_model.map(|m| m.trees().len()))
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +83,7 @@ impl<'a> Trainer<'a> {
             roles: ColumnRoles { label: "label".to_owned(), ..ColumnRoles::default() },
             on_progress: None,
             spill_dir: None,
+            init_model: None,
         }
     }
 
@@ -116,6 +119,18 @@ impl<'a> Trainer<'a> {
         self
     }
 
+    /// Gradient boosting: appends this training's rounds to `model`, a
+    /// boosted model arbor trained (continued training). The rows are binned
+    /// on the model's bins, whatever `max_bins` says; the model's features,
+    /// classes and loss are kept, and a mismatch is an error naming the
+    /// column or key. A category the model never saw is read as missing, as
+    /// prediction reads it. Trained on the model's rows, `n` rounds on top of
+    /// a model of `k` grow the trees `k + n` rounds at once grow.
+    pub fn init_model(mut self, model: &'a Model) -> Self {
+        self.init_model = Some(model);
+        self
+    }
+
     /// The parameters (checked or not).
     pub fn params(&self) -> &TrainParams {
         match &self.params {
@@ -146,6 +161,10 @@ impl<'a> Trainer<'a> {
     /// as often as asked.
     pub fn bin(&self, source: &(impl BatchSource + ?Sized)) -> Result<BinnedData> {
         let tree = self.params().tree();
+        if let Some(model) = self.init_model {
+            crate::train::continued::refuse_exact(tree.exact)?;
+            return BinnedData::read_for_model(source, &self.roles, model, tree.quantize_params());
+        }
         if tree.exact {
             // Exact splits need every raw value: the table is read whole.
             let mut batches = Vec::new();
@@ -172,15 +191,20 @@ impl<'a> Trainer<'a> {
                 field_list(&other.schema())
             )));
         }
-        TrainingData::from_owned_batches(&schema, batches, &self.roles, self.params().task)
+        match self.init_model {
+            Some(model) => {
+                let roles = crate::data::model_bins::model_roles(&self.roles, model)?;
+                TrainingData::from_owned_batches(&schema, batches, &roles, self.params().task.or(Some(model.task)))
+            }
+            None => TrainingData::from_owned_batches(&schema, batches, &self.roles, self.params().task),
+        }
     }
 
     /// Trains on prepared data, which stays the caller's (to train again on).
     pub fn fit_data(&self, data: &TrainingData) -> Result<Trained> {
         let params = self.check(data.task())?;
-        let binned =
-            BinnedData::from_training(Cow::Borrowed(data), params.tree().quantize_params(), params.tree().exact)?;
-        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir)
+        let binned = self.bin_training(Cow::Borrowed(data), &params)?;
+        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir, self.init_model)
     }
 
     /// Trains on prepared data, freeing what it can of it as it goes (the raw
@@ -188,8 +212,20 @@ impl<'a> Trainer<'a> {
     /// same model as [`Trainer::fit_data`].
     pub fn fit_owned(&self, data: TrainingData) -> Result<Trained> {
         let params = self.check(data.task())?;
-        let binned = BinnedData::from_training(Cow::Owned(data), params.tree().quantize_params(), params.tree().exact)?;
-        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir)
+        let binned = self.bin_training(Cow::Owned(data), &params)?;
+        fit(Cow::Owned(binned), &params, self.progress(), self.spill_dir, self.init_model)
+    }
+
+    /// Training data binned for these parameters, or on the model continued.
+    fn bin_training(&self, data: Cow<'_, TrainingData>, params: &CheckedParams) -> Result<BinnedData> {
+        let tree = params.tree();
+        match self.init_model {
+            Some(model) => {
+                crate::train::continued::refuse_exact(tree.exact)?;
+                BinnedData::from_training_for_model(data, model, tree.quantize_params())
+            }
+            None => BinnedData::from_training(data, tree.quantize_params(), tree.exact),
+        }
     }
 
     /// Trains on binned rows, which stay the caller's: cross-validation and
@@ -198,14 +234,14 @@ impl<'a> Trainer<'a> {
     /// `split_method`) are refused, naming the key and both values.
     pub fn fit_binned(&self, data: &BinnedData) -> Result<Trained> {
         let params = self.check_binned(data)?;
-        fit(Cow::Borrowed(data), &params, self.progress(), self.spill_dir)
+        fit(Cow::Borrowed(data), &params, self.progress(), self.spill_dir, self.init_model)
     }
 
     /// [`Trainer::fit_binned`] on binned rows handed over: boosting moves
     /// the bins into its row-major copy instead of copying them.
     pub fn fit_owned_binned(&self, data: BinnedData) -> Result<Trained> {
         let params = self.check_binned(&data)?;
-        fit(Cow::Owned(data), &params, self.progress(), self.spill_dir)
+        fit(Cow::Owned(data), &params, self.progress(), self.spill_dir, self.init_model)
     }
 
     /// `folds`-fold cross-validation on binned rows: each fold's model trains
@@ -237,6 +273,10 @@ impl<'a> Trainer<'a> {
             })
         };
         let method = |exact: bool| if exact { "exact" } else { "hist" };
+        if self.init_model.is_some() {
+            // The bins are the model's whatever the parameters say; boosting checks them.
+            return Ok(params);
+        }
         if tree.exact != exact {
             return refuse("split_method", method(tree.exact).into(), method(exact).into());
         }

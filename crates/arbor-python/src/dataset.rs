@@ -190,9 +190,18 @@ pub fn bin_rows(
 /// Trains a model on binned rows with `options` (those that would bin the
 /// rows otherwise are refused).
 #[pyfunction]
-#[pyo3(signature = (rows, *, options))]
-pub fn train_binned(py: Python<'_>, rows: &BinnedRows, options: Vec<(String, String)>) -> PyResult<Model> {
-    let trainer = trainer(rows, &options)?;
+#[pyo3(signature = (rows, *, options, init_model=None))]
+pub fn train_binned(
+    py: Python<'_>,
+    rows: &BinnedRows,
+    options: Vec<(String, String)>,
+    init_model: Option<PyRef<'_, Model>>,
+) -> PyResult<Model> {
+    let mut trainer = trainer(rows, &options)?;
+    let init = init_model.map(|m| m.shared());
+    if let Some(init) = &init {
+        trainer = trainer.init_model(init);
+    }
     let data = rows.inner.clone();
     let trained = py.detach(|| trainer.fit_binned(&data)).map_err(value_error)?;
     Ok(Model::new(trained.model))

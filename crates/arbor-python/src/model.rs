@@ -32,6 +32,11 @@ impl Model {
         &self.inner
     }
 
+    /// The model, shared: to use without the GIL.
+    pub fn shared(&self) -> Arc<arbor_ensemble::Model> {
+        self.inner.clone()
+    }
+
     /// Scores every batch of `data` without the GIL, one output array per batch,
     /// then joins them.
     fn score(

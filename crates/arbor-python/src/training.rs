@@ -12,9 +12,10 @@ use crate::python_error::value_error;
 /// optionally weighting rows by `weight`, with arbor's options by name (the
 /// keys of `arbor train --set` and SQL). The label and weight join the
 /// features as columns named `label_name` and `weight_name`, which the model
-/// records.
+/// records. With `init_model`, boosting continues that model.
 #[pyfunction]
-#[pyo3(signature = (features, label, *, options, weight=None, label_name="label", weight_name="weight"))]
+#[pyo3(signature = (features, label, *, options, weight=None, label_name="label", weight_name="weight", init_model=None))]
+#[allow(clippy::too_many_arguments)] // the Python signature, keyword arguments after the data
 pub fn train(
     py: Python<'_>,
     features: AnyRecordBatch,
@@ -23,6 +24,7 @@ pub fn train(
     weight: Option<AnyArray>,
     label_name: &str,
     weight_name: &str,
+    init_model: Option<PyRef<'_, Model>>,
 ) -> PyResult<Model> {
     let mut params = TrainParams::default();
     for (key, value) in &options {
@@ -43,6 +45,10 @@ pub fn train(
     let mut trainer = Trainer::checked(params).label(label_name).features(names);
     if extra.len() > 1 {
         trainer = trainer.weight(weight_name);
+    }
+    let init = init_model.map(|m| m.shared());
+    if let Some(init) = &init {
+        trainer = trainer.init_model(init);
     }
     let model = py.detach(|| trainer.fit(data)).map_err(value_error)?;
     Ok(Model::new(model))

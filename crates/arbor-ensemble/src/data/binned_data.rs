@@ -135,7 +135,7 @@ impl BinnedData {
                 bins.rows()
             )));
         }
-        Ok(bins.finish(task, label, features, skipped_null_labels, quantize))
+        Ok(bins.finish(task, label, features, skipped_null_labels, quantize, None))
     }
 
     /// Reads training rows a column at a time, as a columnar file is read:
@@ -445,14 +445,14 @@ impl BinnedData {
 }
 
 /// The columns of `roles` read from one batch at a time.
-struct Pieces<'a> {
-    schema: &'a Schema,
-    roles: &'a ColumnRoles,
-    task: Option<Task>,
+pub(crate) struct Pieces<'a> {
+    pub(crate) schema: &'a Schema,
+    pub(crate) roles: &'a ColumnRoles,
+    pub(crate) task: Option<Task>,
 }
 
 /// One batch, read.
-enum Piece {
+pub(crate) enum Piece {
     /// Its rows with a non-null label.
     Rows(Box<TrainingData>),
     /// This many rows, every label null.
@@ -464,7 +464,7 @@ enum Piece {
 }
 
 impl Pieces<'_> {
-    fn read(&self, batch: &RecordBatch) -> Result<Piece> {
+    pub(crate) fn read(&self, batch: &RecordBatch) -> Result<Piece> {
         if batch.schema().fields() != self.schema.fields() {
             return Err(ArborError::Data(format!(
                 "record batches of different schemas: ({}) and ({})",
@@ -495,7 +495,7 @@ impl Pieces<'_> {
     }
 
     /// The error of an input without a row to train on: empty, or every label null.
-    fn nothing_to_train(&self, source: &(impl BatchSource + ?Sized)) -> ArborError {
+    pub(crate) fn nothing_to_train(&self, source: &(impl BatchSource + ?Sized)) -> ArborError {
         let rows: usize = source.batches().map_or(0, |b| b.flatten().map(|b| b.num_rows()).sum());
         if let Err(missing) = index_of(self.schema, &self.roles.label) {
             return missing;
@@ -524,7 +524,7 @@ fn ranks(values: impl Iterator<Item = u32>) -> Vec<u32> {
 }
 
 /// The second pass's growing columns of codes, targets and weights.
-struct Bins {
+pub(crate) struct Bins {
     columns: Vec<BinColumn>,
     target: Target,
     weights: Option<Vec<f64>>,
@@ -533,7 +533,13 @@ struct Bins {
 impl Bins {
     /// Room for `rows` rows of `features`, allocated up front (an error
     /// naming the bytes if they cannot be had).
-    fn new(features: &[Feature], label: &LabelInfo, task: Task, rows: usize, weighted: bool) -> Result<Bins> {
+    pub(crate) fn new(
+        features: &[Feature],
+        label: &LabelInfo,
+        task: Task,
+        rows: usize,
+        weighted: bool,
+    ) -> Result<Bins> {
         let width: usize = features.iter().map(|f| if f.mapper.n_bins() <= 256 { 1 } else { 2 }).sum();
         check_bins(rows, width)?;
         let columns = features.iter().map(|f| BinColumn::with_capacity(f.mapper.n_bins(), rows)).collect();
@@ -545,12 +551,12 @@ impl Bins {
         Ok(Bins { columns, target, weights })
     }
 
-    fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         target_len(&self.target)
     }
 
     /// Bins one batch's rows with the training's bins and appends them.
-    fn add(&mut self, features: &[Feature], label: &LabelInfo, data: TrainingData) -> Result<()> {
+    pub(crate) fn add(&mut self, features: &[Feature], label: &LabelInfo, data: TrainingData) -> Result<()> {
         let codes: Vec<Vec<u16>> = data
             .columns
             .par_iter()
@@ -581,13 +587,16 @@ impl Bins {
         Ok(())
     }
 
-    fn finish(
+    /// The binned rows in canonical order; `input_row` gives each row's
+    /// place among the input rows (default: the order they were added in).
+    pub(crate) fn finish(
         self,
         task: Task,
         label: LabelInfo,
         features: Vec<Feature>,
         skipped_null_labels: usize,
         quantize: QuantizeParams,
+        input_row: Option<Vec<u32>>,
     ) -> BinnedData {
         let rows = self.rows();
         let mappers = features.iter().map(|f| f.mapper.clone()).collect();
@@ -600,7 +609,7 @@ impl Bins {
             target: self.target,
             weights: self.weights,
             skipped_null_labels,
-            input_row: (0..rows as u32).collect(),
+            input_row: input_row.unwrap_or_else(|| (0..rows as u32).collect()),
             quantize,
             raw: None,
         }

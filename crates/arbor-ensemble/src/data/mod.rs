@@ -1,5 +1,5 @@
 //! Training data and what is read from it: the checked feature and label
-//! columns ([`dataset`], [`label`]), the rows as bins ([`binned_data`]), their canonical row order
+//! columns ([`dataset`], [`label`]), the rows as bins ([`binned_data`]), on a model's own bins for continued training ([`model_bins`]), their canonical row order
 //! ([`canonical_order`]), the first pass that decides the bins ([`summary`]),
 //! and the hash maps keyed by float bits that the tree
 //! forms share ([`key_map`]).
@@ -9,4 +9,5 @@ pub(crate) mod canonical_order;
 pub(crate) mod dataset;
 pub(crate) mod key_map;
 pub(crate) mod label;
+pub(crate) mod model_bins;
 pub(crate) mod summary;

@@ -16,6 +16,7 @@ use crate::model::node_cover::NodeCover;
 use crate::model::tree::Tree;
 use crate::model::{Boosting, EarlyStopping, Model, RoundLoss};
 use crate::params::interactions::resolve as resolve_interactions;
+use crate::train::continued::Continued;
 use crate::train::forest::{tree_rng, MIN_TREE_BYTES};
 use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
@@ -34,20 +35,22 @@ const VALIDATION_STREAM: usize = usize::MAX;
 /// handed over (`Cow::Owned`) is freed as training goes: the raw feature
 /// columns once binned, and rows the trees did not grow on (held out, not
 /// sampled) walk each tree on stand-in values of their bins instead. The
-/// model bytes are the same either way.
+/// model bytes are the same either way. With `init`, the rounds are
+/// appended to that model's ([`Continued`]).
 pub(crate) fn train_boosting(
     data: Cow<'_, BinnedData>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
+    init: Option<&Model>,
 ) -> Result<Model> {
     match data {
-        Cow::Borrowed(data) => boost(data, Cow::Borrowed(&data.matrix), params, on_progress),
+        Cow::Borrowed(data) => boost(data, Cow::Borrowed(&data.matrix), params, on_progress, init),
         Cow::Owned(mut data) => {
             // The matrix is training's own: its columns can go into the row-major copy.
             let matrix = std::mem::replace(&mut data.matrix, BinnedMatrix::from_columns(Vec::new(), Vec::new(), 0));
             // Boosting reports nothing per input row, so it needs no way back to input order.
             data.input_row = Vec::new();
-            boost(&data, Cow::Owned(matrix), params, on_progress)
+            boost(&data, Cow::Owned(matrix), params, on_progress, init)
         }
     }
 }
@@ -57,11 +60,19 @@ fn boost(
     mut matrix: Cow<'_, BinnedMatrix>,
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
+    init: Option<&Model>,
 ) -> Result<Model> {
     let task = data.task;
     let bp = &params.boosting;
     let n_classes = data.label.classes.as_ref().map_or(0, |c| c.len());
-    let loss = bp.resolve_loss(task, n_classes)?;
+    let (continued, loss) = match init {
+        Some(model) => {
+            let (continued, loss) = Continued::check(model, data, params)?;
+            (Some(continued), loss)
+        }
+        None => (None, bp.resolve_loss(task, n_classes)?),
+    };
+    let old_rounds = continued.as_ref().map_or(0, |c| c.rounds);
     let outputs = if loss == Loss::Softmax { n_classes } else { 1 };
     let n_features = matrix.n_features();
     let features_per_node = bp.features_per_node(n_features)?;
@@ -111,8 +122,28 @@ fn boost(
             Cow::Borrowed(&train_rows)
         }
     };
-    let base_score = loss.base_score(&target, &training_rows(), weight, outputs);
-    let mut raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
+    let walk = WalkValues::new(data.raw.as_deref(), &matrix, row_bins.as_ref());
+    let row_value = |f: usize, r: usize| walk.value(f, r);
+    let mut curve = Vec::new();
+    let (base_score, mut raw) = match &continued {
+        // The model's rounds replayed: with a validation set, each one's
+        // losses begin the curve.
+        Some(continued) => {
+            let raw = continued.start_scores(&walk, n, |raw| {
+                if !valid_rows.is_empty() {
+                    let training = loss.value(&target, &training_rows(), weight, raw, outputs);
+                    let validation = loss.value(&target, &valid_rows, weight, raw, outputs);
+                    curve.push(RoundLoss { training, validation });
+                }
+            });
+            (continued.boosting.base_score.clone(), raw)
+        }
+        None => {
+            let base_score = loss.base_score(&target, &training_rows(), weight, outputs);
+            let raw: Vec<f64> = base_score.iter().copied().cycle().take(n * outputs).collect();
+            (base_score, raw)
+        }
+    };
     let mut proba = if loss == Loss::Softmax { vec![0.0; n * outputs] } else { Vec::new() };
     // Histograms built row-wise read each row's derivatives packed with its
     // count (`row_stats`: 1 for the rows of the tree, 0 for the others), and
@@ -128,19 +159,25 @@ fn boost(
     if !subsample && column_wise {
         training_rows().iter().for_each(|&r| counts[r as usize] = 1.0);
     }
-    let walk = WalkValues::new(data.raw.as_deref(), &matrix, row_bins.as_ref());
-    let row_value = |f: usize, r: usize| walk.value(f, r);
     let monotone = crate::params::monotone::for_training(&bp.tree.monotone, &data.features, n_classes, Some(loss))?;
     let interactions = Interactions::new(&resolve_interactions(&bp.tree.interaction_constraints, &data.features)?);
     let settings = GrowSettings { monotone, interactions, ..grow_settings(bp, features_per_node) };
 
-    let mut trees: Vec<Tree> = Vec::new();
-    let mut covers: Vec<Vec<f32>> = Vec::new();
+    // A continued model's trees come first; its covers too, if it has them
+    // (models before format 4 do not: then neither does the continuation).
+    let mut trees: Vec<Tree> = match &continued {
+        Some(c) => (0..c.model.trees.len()).map(|t| c.model.trees.get(t).expect("t < len").clone()).collect(),
+        None => Vec::new(),
+    };
+    let mut covers: Option<Vec<Vec<f32>>> = match &continued {
+        Some(c) => c.covers(),
+        None => Some(Vec::new()),
+    };
     let mut gain_per_feature = vec![0.0; n_features];
+    // The best round is among this training's: a continued model's rounds are all kept.
     let mut best: Option<(usize, f64)> = None;
-    let mut curve = Vec::new();
-    let mut rounds_run = 0;
-    for round in 0..bp.n_rounds {
+    let mut rounds_run = old_rounds;
+    for round in old_rounds..old_rounds + bp.n_rounds {
         let mut rng = tree_rng(bp.tree.seed, round);
         let sampled = subsample.then(|| sample_rows(&train_rows, n_sampled, &mut rng));
         if let (Some(sampled), true) = (&sampled, column_wise) {
@@ -210,9 +247,12 @@ fn boost(
         for (output, grown) in round_trees.into_iter().enumerate() {
             add_tree_outputs(&mut raw, outputs, output, &grown, &rows, &row_value);
             trees.push(grown.tree);
-            covers.push(grown.cover);
+            if let Some(covers) = &mut covers {
+                covers.push(grown.cover);
+            }
         }
         rounds_run = round + 1;
+        let done = rounds_run - old_rounds;
 
         let valid_loss = (!valid_rows.is_empty()).then(|| loss.value(&target, &valid_rows, weight, &raw, outputs));
         let mut stop = false;
@@ -226,13 +266,12 @@ fn boost(
         }
         // With a validation set the training loss is taken every round, for
         // the curve the model keeps; else now and then, for progress alone.
-        let report_train =
-            valid_loss.is_some() || stop || rounds_run % TRAIN_LOSS_EVERY == 0 || rounds_run == bp.n_rounds;
+        let report_train = valid_loss.is_some() || stop || done % TRAIN_LOSS_EVERY == 0 || done == bp.n_rounds;
         let train_loss = report_train.then(|| loss.value(&target, &training_rows(), weight, &raw, outputs));
         if let (Some(training), Some(validation)) = (train_loss, valid_loss) {
             curve.push(RoundLoss { training, validation });
         }
-        on_progress(&Progress { done: rounds_run, total: bp.n_rounds, train_loss, valid_loss });
+        on_progress(&Progress { done, total: bp.n_rounds, train_loss, valid_loss });
         if stop {
             break;
         }
@@ -240,10 +279,20 @@ fn boost(
 
     let early_stopping = best.map(|(best_round, best_loss)| {
         trees.truncate((best_round + 1) * outputs);
-        covers.truncate((best_round + 1) * outputs);
+        if let Some(covers) = &mut covers {
+            covers.truncate((best_round + 1) * outputs);
+        }
         EarlyStopping { rounds_run, best_round: best_round + 1, best_loss, validation_rows: valid_rows.len(), curve }
     });
-    let importance = (params.importance != ImportanceKind::None).then(|| gain_shares(gain_per_feature));
+    let new_rounds = trees.len() / outputs - old_rounds;
+    let importance = (params.importance != ImportanceKind::None).then(|| {
+        let shares = gain_shares(gain_per_feature);
+        match continued.as_ref().and_then(|c| c.importance_weight(new_rounds)) {
+            // A continued model's shares and the new rounds', weighed by their rounds.
+            Some((old, w)) => old.iter().zip(&shares).map(|(o, s)| w * o + (1.0 - w) * s).collect(),
+            None => shares,
+        }
+    });
     Ok(Model {
         task,
         algorithm: Algorithm::GradientBoosting,
@@ -253,12 +302,29 @@ fn boost(
         voting: Voting::Weighted,
         importance,
         oob_error: None,
-        params: params.describe(task, n_features, Some(loss)),
+        params: recorded_params(params, task, n_features, loss, old_rounds),
         training_rows: n as u64,
         skipped_null_labels: data.skipped_null_labels as u64,
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
-        cover: Some(NodeCover::new(covers)),
+        cover: covers.map(NodeCover::new),
     })
+}
+
+/// The parameters the model records: the options, and for continued
+/// training the rounds of the model continued (`init_model_rounds`), which
+/// come before this training's `n_rounds`.
+fn recorded_params(
+    params: &CheckedParams,
+    task: crate::Task,
+    n_features: usize,
+    loss: Loss,
+    old_rounds: usize,
+) -> Vec<(String, String)> {
+    let mut recorded = params.describe(task, n_features, Some(loss));
+    if old_rounds > 0 {
+        recorded.push(("init_model_rounds".into(), old_rounds.to_string()));
+    }
+    recorded
 }
 
 /// The grower's settings for boosting's trees: Newton gains with `lambda`,

@@ -6,6 +6,7 @@
 //! ([`importance`]) and the progress they report ([`progress`]).
 
 pub(crate) mod boosting;
+pub(crate) mod continued;
 pub(crate) mod cross_validation;
 pub(crate) mod exact_histograms;
 pub(crate) mod forest;
@@ -51,7 +52,8 @@ pub struct Trained {
 
 /// Trains the model `params` ask for; `on_progress` hears of each tree or
 /// round. Data handed over (`Cow::Owned`) is freed as training goes; the
-/// model is the same either way. The parameters were checked for the data's task.
+/// model is the same either way. The parameters were checked for the data's
+/// task. With `init`, boosting continues that model (`init_model`).
 ///
 /// Training runs on a thread of rayon's pool: its many short parallel
 /// steps then start on the pool directly, instead of each handing its work
@@ -62,8 +64,9 @@ pub(crate) fn fit(
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
+    init: Option<&Model>,
 ) -> Result<Trained> {
-    rayon::scope(|_| fit_here(data, params, on_progress, spill_dir))
+    rayon::scope(|_| fit_here(data, params, on_progress, spill_dir, init))
 }
 
 fn fit_here(
@@ -71,14 +74,23 @@ fn fit_here(
     params: &CheckedParams,
     on_progress: &(dyn Fn(&Progress) + Sync),
     spill_dir: Option<&Path>,
+    init: Option<&Model>,
 ) -> Result<Trained> {
     let data = weigh_classes(data, params)?;
     Ok(match params.algorithm.0 {
+        Algorithm::RandomForest if init.is_some() => {
+            return Err(crate::ArborError::InvalidOption {
+                key: "init_model".into(),
+                message: "continues gradient boosting; set algorithm=gradient-boosting".into(),
+            })
+        }
         Algorithm::RandomForest => {
             let (model, out_of_bag) = train_forest(data, params, on_progress, spill_dir)?;
             Trained { model, out_of_bag }
         }
-        Algorithm::GradientBoosting => Trained { model: train_boosting(data, params, on_progress)?, out_of_bag: None },
+        Algorithm::GradientBoosting => {
+            Trained { model: train_boosting(data, params, on_progress, init)?, out_of_bag: None }
+        }
     })
 }
 

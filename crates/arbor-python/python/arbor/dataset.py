@@ -158,9 +158,10 @@ class Dataset:
         """Bytes the binned rows hold."""
         return self._rows.size_bytes
 
-    def train(self, options: list[tuple[str, str]]) -> _arbor.Model:
-        """A model trained on these rows with arbor's options by name."""
-        return _arbor.train_binned(self._rows, options=options)
+    def train(self, options: list[tuple[str, str]], init_model: _arbor.Model | None = None) -> _arbor.Model:
+        """A model trained on these rows with arbor's options by name
+        (boosting continued from ``init_model``, whose bins they must have)."""
+        return _arbor.train_binned(self._rows, options=options, init_model=init_model)
 
     def __repr__(self) -> str:
         return f"Dataset({self.n_rows} rows, {len(self.feature_names)} features, label={self.label!r}, {self.task})"

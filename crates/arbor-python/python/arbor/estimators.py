@@ -13,6 +13,7 @@ from the same rows and options, and pickling goes through those bytes.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 
 import numpy as np
@@ -57,6 +58,22 @@ def _monotone_text(value, feature_names) -> str:
         if direction != 0:
             text.append(f"{name}:{int(direction):+d}")
     return ",".join(text)
+
+
+def _init_model(init_model) -> _arbor.Model | None:
+    """The model ``fit(..., init_model=)`` continues: an ``arbor.Model``, a
+    fitted arbor estimator's, or one read from a path or from bytes."""
+    if init_model is None or isinstance(init_model, _arbor.Model):
+        return init_model
+    if isinstance(init_model, BaseEstimator):
+        check_is_fitted(init_model)
+        return init_model.model_
+    if isinstance(init_model, (bytes, bytearray, memoryview)):
+        return _arbor.Model.from_bytes(bytes(init_model))
+    if isinstance(init_model, (str, os.PathLike)):
+        return _arbor.Model.load(os.fspath(init_model))
+    msg = f"init_model takes an arbor.Model, a fitted arbor estimator, a path or bytes, not {type(init_model).__name__}"
+    raise TypeError(msg)
 
 
 def _unique_name(preferred: str | None, fallback: str, taken: set[str]) -> str:
@@ -152,12 +169,24 @@ class _ArborEstimator(BaseEstimator):
     def _label(self, y) -> pa.Array:
         raise NotImplementedError
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None, init_model=None):
         """Trains on ``X`` (pyarrow, pandas, polars or NumPy; strings are
         categorical, NaN/None missing) against ``y``, weighting rows by
         ``sample_weight``; or on an ``arbor.Dataset``, which carries its label
-        and weights and was binned once. The GIL is released while arbor trains."""
+        and weights and was binned once. The GIL is released while arbor trains.
+
+        Gradient boosting continues from ``init_model`` when given (an
+        ``arbor.Model``, a fitted arbor estimator, a model file's path or its
+        bytes): its rounds come first, then ``n_rounds`` more, trained on the
+        model's bins, features, classes and loss."""
+        init_model = _init_model(init_model)
         if isinstance(X, Dataset):
+            if init_model is not None:
+                msg = (
+                    "init_model trains on the model's bins, and an arbor.Dataset is binned on its own; "
+                    "pass the rows as a table"
+                )
+                raise ValueError(msg)
             return self._fit_dataset(X, y, sample_weight)
         if y is None:
             msg = f"{type(self).__name__} requires y to be passed, but the target y is None (only an arbor.Dataset carries its own)"
@@ -187,6 +216,7 @@ class _ArborEstimator(BaseEstimator):
             weight=weight,
             label_name=label_name,
             weight_name=weight_name,
+            init_model=init_model,
         )
         self._after_fit(label)
         return self
