@@ -105,12 +105,7 @@ impl BinnedData {
         }
         let summary = stream.finish().filter(|s| s.label.is_some());
         let Some(summary) = summary else {
-            return Err(match (&roles.weight, zero_weights) {
-                (Some(weight), true) => {
-                    ArborError::NothingToTrain(format!("weight column '{weight}' sums to zero; nothing to train on"))
-                }
-                _ => pieces.nothing_to_train(source),
-            });
+            return Err(pieces.no_rows(source, zero_weights));
         };
         let rows = usize::try_from(summary.rows).map_err(|_| too_many_rows(summary.rows))?;
         if u32::try_from(rows).is_err() {
@@ -494,8 +489,20 @@ impl Pieces<'_> {
         }
     }
 
+    /// The error of an input that gave no row to train on: its weights
+    /// sum to zero (`zero_weights`: a batch was all zero weights), or it is
+    /// empty, or every label is null.
+    pub(crate) fn no_rows(&self, source: &(impl BatchSource + ?Sized), zero_weights: bool) -> ArborError {
+        match (&self.roles.weight, zero_weights) {
+            (Some(weight), true) => {
+                ArborError::NothingToTrain(format!("weight column '{weight}' sums to zero; nothing to train on"))
+            }
+            _ => self.nothing_to_train(source),
+        }
+    }
+
     /// The error of an input without a row to train on: empty, or every label null.
-    pub(crate) fn nothing_to_train(&self, source: &(impl BatchSource + ?Sized)) -> ArborError {
+    fn nothing_to_train(&self, source: &(impl BatchSource + ?Sized)) -> ArborError {
         let rows: usize = source.batches().map_or(0, |b| b.flatten().map(|b| b.num_rows()).sum());
         if let Err(missing) = index_of(self.schema, &self.roles.label) {
             return missing;

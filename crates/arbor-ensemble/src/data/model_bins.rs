@@ -46,12 +46,7 @@ impl BinnedData {
             }
         }
         if bins.rows() == 0 {
-            return Err(match (&roles.weight, zero_weights) {
-                (Some(weight), true) => {
-                    ArborError::NothingToTrain(format!("weight column '{weight}' sums to zero; nothing to train on"))
-                }
-                _ => pieces.nothing_to_train(source),
-            });
+            return Err(pieces.no_rows(source, zero_weights));
         }
         Ok(bins.finish(model.task, model.label.clone(), model.features.clone(), skipped, quantize, None))
     }

@@ -125,11 +125,18 @@ fn boost(
     let walk = WalkValues::new(data.raw.as_deref(), &matrix, row_bins.as_ref());
     let row_value = |f: usize, r: usize| walk.value(f, r);
     let mut curve = Vec::new();
+    // A continued model's trees come first; its covers too, if it has them
+    // (models before format 4 do not: then neither does the continuation).
+    let mut trees: Vec<Tree> = continued.as_ref().map(Continued::trees).unwrap_or_default();
+    let mut covers: Option<Vec<Vec<f32>>> = match &continued {
+        Some(c) => c.covers(),
+        None => Some(Vec::new()),
+    };
     let (base_score, mut raw) = match &continued {
         // The model's rounds replayed: with a validation set, each one's
         // losses begin the curve.
         Some(continued) => {
-            let raw = continued.start_scores(&walk, n, |raw| {
+            let raw = continued.start_scores(&trees, &walk, n, |raw| {
                 if !valid_rows.is_empty() {
                     let training = loss.value(&target, &training_rows(), weight, raw, outputs);
                     let validation = loss.value(&target, &valid_rows, weight, raw, outputs);
@@ -163,16 +170,6 @@ fn boost(
     let interactions = Interactions::new(&resolve_interactions(&bp.tree.interaction_constraints, &data.features)?);
     let settings = GrowSettings { monotone, interactions, ..grow_settings(bp, features_per_node) };
 
-    // A continued model's trees come first; its covers too, if it has them
-    // (models before format 4 do not: then neither does the continuation).
-    let mut trees: Vec<Tree> = match &continued {
-        Some(c) => (0..c.model.trees.len()).map(|t| c.model.trees.get(t).expect("t < len").clone()).collect(),
-        None => Vec::new(),
-    };
-    let mut covers: Option<Vec<Vec<f32>>> = match &continued {
-        Some(c) => c.covers(),
-        None => Some(Vec::new()),
-    };
     let mut gain_per_feature = vec![0.0; n_features];
     // The best round is among this training's: a continued model's rounds are all kept.
     let mut best: Option<(usize, f64)> = None;

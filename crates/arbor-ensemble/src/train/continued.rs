@@ -9,15 +9,11 @@
 //! grow on the same rows. The model's loss, classes, features and bins are
 //! kept; a mismatch is an error naming the key or the column.
 
-use rayon::prelude::*;
-
 use crate::data::binned_data::BinnedData;
+use crate::model::tree::Tree;
 use crate::model::{Boosting, Model};
-use crate::train::walk_values::WalkValues;
+use crate::train::walk_values::{add_tree_scores, WalkValues};
 use crate::{Algorithm, ArborError, CheckedParams, Loss, Result};
-
-/// Rows whose scores one task replays in [`start_scores`].
-const CHUNK_ROWS: usize = 4096;
 
 /// The model continued, checked against the data and parameters.
 pub(crate) struct Continued<'a> {
@@ -88,28 +84,25 @@ impl<'a> Continued<'a> {
         Ok((Continued { model, boosting, rounds }, trained))
     }
 
-    /// Every row's raw scores (`outputs` a row) under the model: its base
-    /// score, then its trees added in order, read on `walk`. `after_round`
-    /// sees the scores after each of the model's rounds.
+    /// The model's trees, which the continued model's begin with.
+    pub(crate) fn trees(&self) -> Vec<Tree> {
+        (0..self.model.trees.len()).map(|t| self.model.trees.get(t).expect("t < len").clone()).collect()
+    }
+
+    /// Every row's raw scores (`outputs` a row) under the model's `trees`:
+    /// its base score, then the trees added in order, read on `walk`.
+    /// `after_round` sees the scores after each of the model's rounds.
     pub(crate) fn start_scores(
         &self,
+        trees: &[Tree],
         walk: &WalkValues<'_>,
         n: usize,
         mut after_round: impl FnMut(&[f64]),
     ) -> Vec<f64> {
         let outputs = self.boosting.outputs;
         let mut raw: Vec<f64> = self.boosting.base_score.iter().copied().cycle().take(n * outputs).collect();
-        let trees: Vec<&crate::Tree> =
-            (0..self.model.trees.len()).map(|t| self.model.trees.get(t).expect("t < len")).collect();
         for round in trees.chunks(outputs) {
-            raw.par_chunks_mut(CHUNK_ROWS * outputs).enumerate().for_each(|(k, chunk)| {
-                for (i, scores) in chunk.chunks_exact_mut(outputs).enumerate() {
-                    let r = k * CHUNK_ROWS + i;
-                    for (output, tree) in round.iter().enumerate() {
-                        scores[output] += tree.values[tree.leaf(|f| walk.value(f, r))];
-                    }
-                }
-            });
+            add_tree_scores(&mut raw, outputs, 0, round, |f, r| walk.value(f, r));
             after_round(&raw);
         }
         raw

@@ -24,7 +24,7 @@ use crate::data::summary::{global_labels, row_hashes};
 use crate::model::feature::Feature;
 use crate::model::tree::{Node, Tree};
 use crate::train::node_rows::NodeRows;
-use crate::train::walk_values::stand_ins;
+use crate::train::walk_values::{add_tree_scores, stand_ins};
 use crate::{ArborError, Result};
 
 /// Rows per parallel work unit when a shard is built or scored.
@@ -226,14 +226,7 @@ impl LevelShard {
         };
         let added = &trees[from..];
         if !added.is_empty() {
-            raw.par_chunks_mut(CHUNK_ROWS * outputs).enumerate().for_each(|(k, chunk)| {
-                for (i, scores) in chunk.chunks_exact_mut(outputs).enumerate() {
-                    let r = k * CHUNK_ROWS + i;
-                    for (t, tree) in added.iter().enumerate() {
-                        scores[(from + t) % outputs] += tree.values[tree.leaf(|f| self.value(f, r))];
-                    }
-                }
-            });
+            add_tree_scores(&mut raw, outputs, from, added, |f, r| self.value(f, r));
         }
         let result = use_scores(&raw);
         *kept = Some(Scores { trees: trees.len(), fingerprint: fingerprint(base, trees), raw });

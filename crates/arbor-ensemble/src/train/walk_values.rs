@@ -8,7 +8,9 @@
 
 use arbor_kernels::RowBins;
 use arbor_quantize::{BinMapper, BinnedMatrix, FeatureColumn, MISSING_BIN};
+use rayon::prelude::*;
 
+use crate::model::tree::Tree;
 use crate::train::grower::bin_of;
 
 /// How rows are read as the trees test them.
@@ -65,6 +67,30 @@ pub(crate) fn stand_ins(mapper: &BinMapper) -> Vec<f64> {
     };
     values[usize::from(MISSING_BIN)] = f64::NAN;
     values
+}
+
+/// Rows whose scores one task updates in [`add_tree_scores`].
+const SCORE_CHUNK_ROWS: usize = 16_384;
+
+/// Adds each of `trees` to every row's raw scores (`outputs` a row, tree
+/// `first + t` to output `(first + t) % outputs`), in tree order, reading
+/// row `r`'s feature `f` as `value(f, r)`: the order training added them,
+/// so the same bits. Chunks of rows are updated in parallel.
+pub(crate) fn add_tree_scores(
+    raw: &mut [f64],
+    outputs: usize,
+    first: usize,
+    trees: &[Tree],
+    value: impl Fn(usize, usize) -> f64 + Sync,
+) {
+    raw.par_chunks_mut(SCORE_CHUNK_ROWS * outputs).enumerate().for_each(|(k, chunk)| {
+        for (i, scores) in chunk.chunks_exact_mut(outputs).enumerate() {
+            let r = k * SCORE_CHUNK_ROWS + i;
+            for (t, tree) in trees.iter().enumerate() {
+                scores[(first + t) % outputs] += tree.values[tree.leaf(|f| value(f, r))];
+            }
+        }
+    });
 }
 
 #[cfg(test)]
