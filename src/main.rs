@@ -78,12 +78,16 @@ struct TrainFlags {
     /// The ensemble to train.
     #[arg(long, value_enum)]
     algorithm: Option<Algorithm>,
-    /// Feature columns, comma separated (default: every column but the label and weight).
+    /// Feature columns, comma separated (default: every column but the label, weight and group).
     #[arg(long, value_delimiter = ',')]
     features: Option<Vec<String>>,
     /// A column of sample weights.
     #[arg(long)]
     weight: Option<String>,
+    /// A column of query ids (integers) to rank within: learning to rank,
+    /// gradient boosting with loss=lambdarank unless --set says otherwise.
+    #[arg(long, value_name = "COL")]
+    group: Option<String>,
     /// A training option KEY=VALUE (repeatable), e.g. --set n_trees=200.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -120,6 +124,7 @@ impl TrainFlags {
             output: self.output,
             features: self.features,
             weight: self.weight,
+            group: self.group,
             set: self.set,
             oob_output: self.oob_output,
             memory_limit: self.memory_limit,

@@ -954,3 +954,39 @@ fn init_model_continues_boosting_from_a_model_file() {
     assert!(err.contains("nonesuch.arbor"), "{err}");
     assert!(!out.exists(), "a failed run writes no model");
 }
+
+/// `arbor train --group COL` ranks the rows of each query (gradient boosting
+/// with `loss=lambdarank` by default), `predict` gives the scores that rank
+/// them, `inspect` names the loss and its metric, and a query column that
+/// is no integer is refused by name, leaving no file.
+#[test]
+fn group_trains_a_ranker() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("rank.arbor");
+    let train = data("rank_train.parquet");
+    let args = ["train", "--input", s(&train), "--label", "label", "--group", "query", "--output", s(&model)];
+    ok(&[&args[..], &["--set", "n_rounds=30", "--set", "ndcg_at=5"]].concat());
+    let json: serde_json::Value = serde_json::from_str(&ok(&["inspect", "--model", s(&model), "--json"])).unwrap();
+    assert_eq!(json["boosting"]["loss"], "lambdarank", "{json}");
+    assert_eq!(json["boosting"]["metric"], "1-ndcg@5", "{json}");
+    let scored = dir.path().join("scored.parquet");
+    ok(&["predict", "--model", s(&model), "--input", s(&data("rank_test.parquet")), "--output", s(&scored)]);
+    let out = read(&scored);
+    let scores = out.column_by_name("prediction").unwrap().as_primitive::<Float64Type>().values().to_vec();
+    let grades = out.column_by_name("label").unwrap().as_primitive::<Int32Type>().values().to_vec();
+    // Rows of grade 2 or more score above rows of grade 0, on average.
+    let mean = |keep: &dyn Fn(i32) -> bool| {
+        let picked: Vec<f64> = scores.iter().zip(&grades).filter(|(_, &g)| keep(g)).map(|(s, _)| *s).collect();
+        picked.iter().sum::<f64>() / picked.len() as f64
+    };
+    assert!(mean(&|g| g >= 2) > mean(&|g| g == 0), "relevant rows rank higher");
+
+    let strings = dir.path().join("strings.parquet");
+    let batch = read(&train).slice(0, 200);
+    let names: Vec<String> = (0..200).map(|r| format!("q{}", r / 10)).collect();
+    write(&strings, &with_column(&batch, "query", Arc::new(StringArray::from(names))));
+    let out = dir.path().join("never.arbor");
+    let err = fails(&["train", "--input", s(&strings), "--label", "label", "--group", "query", "--output", s(&out)]);
+    assert!(err.contains("group column 'query'") && err.contains("integers"), "{err}");
+    assert!(!out.exists());
+}

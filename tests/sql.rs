@@ -581,3 +581,51 @@ async fn train_forest_continues_boosting_from_a_model_argument() {
         query_err(&ctx, "SELECT train_forest(label, carat, cut, (SELECT m FROM first), 'n_rounds=2') FROM d").await;
     assert!(err.contains("'color'"), "{err}");
 }
+
+/// Learning to rank in SQL: `group=ARG` names the argument of query ids,
+/// boosting with `loss=lambdarank` is then the default, and the model is
+/// the one `arbor train --group` trains on the same rows, whether the
+/// aggregate bins as it reads or collects its rows.
+#[tokio::test]
+async fn train_forest_ranks_within_the_queries_of_a_group_argument() {
+    let features: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
+    let features = features.join(", ");
+    // SQL plans a model's prediction type from the label's: grades ranked as numbers are cast.
+    let rows = format!("SELECT query, CAST(label AS DOUBLE) AS label, {features} FROM rank_train");
+    let sql = format!("SELECT train_forest(label, {features}, query, 'group=query, n_rounds=15') AS m FROM ({rows})");
+    let mut bytes = Vec::new();
+    for ctx in [session(1, 8192).await, aggregate_session(3, 500).await] {
+        ctx.sql(&format!(
+            "CREATE EXTERNAL TABLE rank_train STORED AS PARQUET LOCATION '{}'",
+            data("rank_train.parquet")
+        ))
+        .await
+        .unwrap();
+        bytes.push(model_bytes(query(&ctx, &sql).await[0].column(0), 0).unwrap().to_vec());
+        let e = query_err(&ctx, &format!("SELECT train_forest(label, {features}, 'group=qid') FROM ({rows})")).await;
+        assert!(e.contains("'group'") && e.contains("'qid'"), "{e}");
+        let squared =
+            format!("SELECT train_forest(label, {features}, query, 'group=query, loss=squared') FROM ({rows})");
+        let e = query_err(&ctx, &squared).await;
+        assert!(e.contains("loss=lambdarank only; the loss is squared"), "{e}");
+    }
+    assert_eq!(bytes[0], bytes[1], "binned as read and collected: the same model");
+    let model = Model::from_bytes(&bytes[0]).unwrap();
+    assert_eq!(model.boosting().unwrap().loss, arbor_ensemble::Loss::Lambdarank { ndcg_at: 10 });
+    assert_eq!(model.features().len(), 20, "the query column is no feature");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (subset, cli) = (dir.path().join("rank.parquet"), dir.path().join("rank.arbor"));
+    let ctx = session(1, 8192).await;
+    ctx.sql(&format!("CREATE EXTERNAL TABLE rank_train STORED AS PARQUET LOCATION '{}'", data("rank_train.parquet")))
+        .await
+        .unwrap();
+    query(&ctx, &format!("COPY ({rows}) TO '{}' STORED AS PARQUET", subset.display())).await;
+    let status = Command::new(env!("CARGO_BIN_EXE_arbor"))
+        .args(["train", "--input", subset.to_str().unwrap(), "--label", "label", "--output", cli.to_str().unwrap()])
+        .args(["--group", "query", "--set", "n_rounds=15"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(bytes[0], std::fs::read(&cli).unwrap(), "SQL and arbor train --group: the same model bytes");
+}

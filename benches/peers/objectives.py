@@ -16,10 +16,15 @@ Run from the repository root (build arbor first with `cargo build --release`):
 | absolute | flights_reg | loss=absolute | regression_l1 | reg:absoluteerror | mean absolute error |
 | huber | flights_reg | loss=huber huber_delta=10 | huber alpha=10 | reg:pseudohubererror slope 10 | Huber loss (10) |
 | monotone | diamonds_reg | monotone=carat:+1,table:-1 | monotone_constraints | monotone_constraints | RMSE |
+| lambdarank | rank | --group query (loss=lambdarank) | LGBMRanker lambdarank | XGBRanker rank:ndcg | 1 - NDCG@10 |
 
 The `monotone` case trains the squared loss under monotone constraints
 (LightGBM's default `basic` method, XGBoost's default), which every library
 enforces its own way.
+
+Ranking is measured as 1 - NDCG@10 (gain 2^grade - 1, a query with nothing
+relevant counts 1), so that lower is better there too; each library ranks
+the rows of a query (`query` column) by its score.
 
 XGBoost has no Huber loss: its pseudo-Huber is the nearest. arbor is timed as
 a whole `arbor train` process (Parquet read included), the peers around
@@ -63,12 +68,35 @@ CASES = {
                  {"monotone": MONOTONE}, {"monotone": MONOTONE}),
     "huber": ("flights_reg", ["loss=huber", f"huber_delta={DELTA}"], {"objective": "huber", "alpha": DELTA},
               {"objective": "reg:pseudohubererror", "huber_slope": DELTA}),
+    "lambdarank": ("rank", ["loss=lambdarank"], {"objective": "lambdarank"}, {"objective": "rank:ndcg"}),
 }
+NDCG_AT = 10
 
 
-def metric(loss, y, pred):
+def ndcg_per_query(y, score, query, k=NDCG_AT):
+    """NDCG@k of each query, in query order: gain 2^y - 1, ties in score keep
+    row order, a query with nothing relevant counts 1 (as LightGBM's and XGBoost's)."""
+    out = []
+    for q in np.unique(query):
+        rows = np.flatnonzero(query == q)
+        gains = np.exp2(y[rows]) - 1.0
+        order = np.argsort(-score[rows], kind="stable")
+        discount = 1.0 / np.log2(np.arange(2, min(k, len(rows)) + 2))
+        ideal = np.sum(np.sort(gains)[::-1][: len(discount)] * discount)
+        out.append(1.0 if ideal == 0 else np.sum(gains[order][: len(discount)] * discount) / ideal)
+    return np.asarray(out)
+
+
+def ndcg_loss(y, score, query, k=NDCG_AT):
+    """1 - mean NDCG@k over the queries."""
+    return 1.0 - float(np.mean(ndcg_per_query(y, score, query, k)))
+
+
+def metric(loss, y, pred, query=None):
     """The held-out metric of `loss` (lower is better), and extras."""
     y, pred = np.asarray(y, float), np.asarray(pred, float)
+    if loss == "lambdarank":
+        return {"ndcg_loss": ndcg_loss(y, pred, np.asarray(query))}
     if loss == "poisson":
         mu = np.maximum(pred, 1e-12)
         return {"poisson_deviance": float(np.mean(2 * (np.where(y > 0, y * np.log(np.where(y > 0, y, 1) / mu), 0)
@@ -103,6 +131,8 @@ def run_arbor(binary, loss):
         model, out = Path(tmp) / "model.arbor", Path(tmp) / "pred.parquet"
         cmd = [binary, "train", "--input", train, "--label", "label", "--output", model,
                "--algorithm", "gradient-boosting"]
+        if loss == "lambdarank":
+            cmd += ["--group", "query"]
         for kv in settings:
             cmd += ["--set", kv]
         t0 = time.perf_counter()
@@ -111,13 +141,17 @@ def run_arbor(binary, loss):
         subprocess.run([binary, "predict", "--model", model, "--input", test, "--output", out], env=env, check=True,
                        capture_output=True)
         scored = pq.read_table(out)
-        return seconds, metric(loss, scored.column("label").to_numpy(), scored.column("prediction").to_numpy())
+        query = scored.column("query").to_numpy() if loss == "lambdarank" else None
+        return seconds, metric(loss, scored.column("label").to_numpy(), scored.column("prediction").to_numpy(),
+                               query)
 
 
 def run_peer(lib, loss):
     name, _, lgb_params, xgb_params = CASES[loss]
     train, test, cats = load(name)
     ytr, yte = train.pop("label").to_numpy(), test.pop("label").to_numpy()
+    qtr = train.pop("query").to_numpy() if loss == "lambdarank" else None
+    qte = test.pop("query").to_numpy() if loss == "lambdarank" else None
     # Constraints by feature name become one direction per column, in order.
     lgb_params, xgb_params = (
         {k: v for k, v in p.items() if k != "monotone"}
@@ -126,22 +160,30 @@ def run_peer(lib, loss):
     )
     if "monotone_constraints" in xgb_params:
         xgb_params["monotone_constraints"] = "(" + ",".join(map(str, xgb_params["monotone_constraints"])) + ")"
+    ranking = {}
     if lib == "lightgbm":
         import lightgbm as lgb
         xtr, xte = encode(train, test, cats, as_category=True)
-        model = lgb.LGBMRegressor(n_estimators=ROUNDS, max_depth=DEPTH, num_leaves=2 ** DEPTH, learning_rate=RATE,
+        estimator = lgb.LGBMRegressor
+        if loss == "lambdarank":
+            # Rows of a query are contiguous in the file: the sizes of its runs.
+            estimator, ranking = lgb.LGBMRanker, {"group": np.unique(qtr, return_counts=True)[1]}
+        model = estimator(n_estimators=ROUNDS, max_depth=DEPTH, num_leaves=2 ** DEPTH, learning_rate=RATE,
                                   reg_lambda=1.0, min_child_samples=5, max_bin=256, n_jobs=THREADS, verbose=-1,
                                   random_state=0, **lgb_params)
     else:
         import xgboost as xgb
         xtr, xte = encode(train, test, cats, as_category=False)
-        model = xgb.XGBRegressor(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=RATE, reg_lambda=1.0,
+        estimator = xgb.XGBRegressor
+        if loss == "lambdarank":
+            estimator, ranking = xgb.XGBRanker, {"qid": qtr}
+        model = estimator(n_estimators=ROUNDS, max_depth=DEPTH, learning_rate=RATE, reg_lambda=1.0,
                                  min_child_weight=1e-3, max_bin=256, tree_method="hist", n_jobs=THREADS,
                                  random_state=0, **xgb_params)
     t0 = time.perf_counter()
-    model.fit(xtr, ytr)
+    model.fit(xtr, ytr, **ranking)
     seconds = time.perf_counter() - t0
-    return seconds, metric(loss, yte, model.predict(xte))
+    return seconds, metric(loss, yte, model.predict(xte), qte)
 
 
 def main():

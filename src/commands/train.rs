@@ -27,10 +27,12 @@ pub struct TrainArgs {
     pub task: Option<String>,
     /// `random-forest` or `gradient-boosting`.
     pub algorithm: Option<String>,
-    /// Feature columns (default: all but label and weight).
+    /// Feature columns (default: all but label, weight and group).
     pub features: Option<Vec<String>>,
     /// Sample weight column.
     pub weight: Option<String>,
+    /// Query id column (learning to rank).
+    pub group: Option<String>,
     /// `KEY=VALUE` options.
     pub set: Vec<String>,
     /// Where per-row out-of-bag predictions and errors are written (Parquet);
@@ -65,6 +67,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
         let (key, value) =
             pair.split_once('=').ok_or_else(|| CliError::Usage(format!("--set expects KEY=VALUE, got '{pair}'")))?;
         params.set(key.trim(), value.trim())?;
+    }
+    if args.group.is_some() {
+        params.rank_by_default();
     }
     if args.oob_output.is_some() {
         params.set("oob_per_observation", "true")?;
@@ -105,6 +110,9 @@ pub fn train(args: &TrainArgs) -> Result<String, CliError> {
     }
     if let Some(weight) = &args.weight {
         trainer = trainer.weight(weight);
+    }
+    if let Some(group) = &args.group {
+        trainer = trainer.group(group);
     }
     if let Some(model) = &init_model {
         // Continued training reads the model's features, binned on its bins.

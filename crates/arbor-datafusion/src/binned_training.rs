@@ -46,7 +46,7 @@ use futures::StreamExt;
 use crate::error::exec_error;
 use crate::model_column::null_model_scalar;
 use crate::sql_options::OnGroupError;
-use crate::train_arguments::TrainArguments;
+use crate::train_arguments::{PerRowArgs, TrainArguments};
 use crate::train_forest::{options_like, prediction_type, trained_column, TrainForest};
 
 /// The function's name, in its errors.
@@ -93,6 +93,8 @@ pub struct BinnedTrainingExec {
     arguments: SchemaRef,
     /// Which argument holds sample weights.
     weight: Option<usize>,
+    /// Which argument holds query ids (ranking).
+    group: Option<usize>,
     params: CheckedParams,
     on_group_error: OnGroupError,
     /// The prediction type the query was planned for.
@@ -131,7 +133,7 @@ impl BinnedTrainingExec {
         let fields = exprs.iter().map(|e| e.return_field(&schema)).collect::<Result<Vec<_>>>()?;
         // A mistake in the arguments is the aggregate's to report, as it always has.
         // A model to continue trains on its bins, from rows held: left to the aggregate.
-        let Ok(TrainArguments { names, types, weight, options, init: None }) =
+        let Ok(TrainArguments { names, types, weight, group, options, init: None }) =
             TrainArguments::read(&exprs, &fields, &schema)
         else {
             return Ok(None);
@@ -156,6 +158,7 @@ impl BinnedTrainingExec {
             args: exprs[..names.len()].to_vec(),
             arguments,
             weight,
+            group,
             params,
             on_group_error: options.on_group_error,
             planned: prediction_type(&types[0]),
@@ -185,10 +188,14 @@ impl BinnedTrainingExec {
             error: Mutex::new(None),
         };
         let names = self.arguments.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
-        let features = (1..names.len()).filter(|&i| Some(i) != self.weight).map(|i| names[i].clone());
+        let per_row = PerRowArgs { weight: self.weight, group: self.group };
+        let features = (1..names.len()).filter(|&i| per_row.is_feature(i)).map(|i| names[i].clone());
         let mut trainer = Trainer::checked(self.params.clone()).label(names[0].clone()).features(features);
         if let Some(w) = self.weight {
             trainer = trainer.weight(names[w].clone());
+        }
+        if let Some(g) = self.group {
+            trainer = trainer.group(names[g].clone());
         }
         let run = || -> std::result::Result<arbor_ensemble::Model, TrainFailure> {
             let binned = trainer.bin(&source).map_err(|e| source.failure(e))?;

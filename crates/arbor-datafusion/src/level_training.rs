@@ -334,6 +334,10 @@ impl LevelCall {
         }
         // Options that fail their check are left to `train_forest`, which reports the error.
         let options = TrainOptions::parse(text).ok()?;
+        // A ranker's queries are the aggregate's, trained in one process.
+        if options.group.is_some() {
+            return None;
+        }
         let checked = options.params.check().ok()?;
         let sub_forests = options.parts.is_some() && checked.algorithm.0 == Algorithm::RandomForest;
         (!sub_forests && LevelState::unsupported(&checked).is_none()).then(|| LevelCall {

@@ -45,7 +45,7 @@ use crate::binned_training::calls_volatile;
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
 use crate::shard_store::{shard_store, ShardKey};
-use crate::train_arguments::{constant, training_data, TrainArguments};
+use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
 use crate::train_step::{level_partial, TRAIN_STEP};
 
 /// The name errors give: what the user called.
@@ -268,7 +268,7 @@ fn build_shard(
     let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let types = schema.fields().iter().map(|f| f.data_type().clone()).collect::<Vec<_>>();
     let task = task_of(&spec.options)?;
-    match training_data(&names, &types, spec.weight, arrays, task, false) {
+    match training_data(&names, &types, PerRowArgs { weight: spec.weight, group: None }, arrays, task, false) {
         Ok(data) => state.shard(&data).map(Some).exec(NAME),
         // A partition of no rows, or only null labels, adds nothing.
         Err(ArborError::NothingToTrain(_)) => Ok(None),

@@ -209,8 +209,14 @@ mod tests {
         let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..rows).map(|i| i as f64)));
         let y: ArrayRef = Arc::new(Float64Array::from_iter_values((0..rows).map(|i| (i % 7) as f64)));
         let column = |name: &str, array: &ArrayRef| NamedColumn { name: name.into(), arrays: vec![array.clone()] };
-        let data =
-            TrainingData::from_columns_unsorted(column("y", &y), vec![column("x", &x)], None, None, |_| None).unwrap();
+        let data = TrainingData::from_columns_unsorted(
+            column("y", &y),
+            vec![column("x", &x)],
+            arbor_ensemble::RowColumns::default(),
+            None,
+            |_| None,
+        )
+        .unwrap();
         let params = TrainParams::parse_options("n_trees=2").unwrap().check().unwrap();
         let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("a forest grows level by level")

@@ -23,7 +23,7 @@ use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
 use crate::sql_options::TrainOptions;
 use crate::state_cache::StateCache;
-use crate::train_arguments::training_data;
+use crate::train_arguments::{training_data, PerRowArgs};
 
 /// The function's name. It is internal: the level-wise driver calls it.
 pub const SMALL_NODE_RECORDS: &str = "arbor_small_node_records";
@@ -135,7 +135,14 @@ impl ScalarUDFImpl for SmallNodeRecords {
             chunks.push(arg.to_array(n_rows)?)?;
             columns.push(chunks);
         }
-        let records = match training_data(&names, &types, weight, &mut columns, options.params.task, false) {
+        let records = match training_data(
+            &names,
+            &types,
+            PerRowArgs { weight, group: None },
+            &mut columns,
+            options.params.task,
+            false,
+        ) {
             Ok(data) => forest.node_records(&data).exec(NAME)?,
             // A batch whose labels are all null reaches no node.
             Err(ArborError::NothingToTrain(_)) => NodeRecords::default(),

@@ -35,12 +35,20 @@ pub(crate) struct SqlKey {
 }
 
 /// The keys of SQL's own, in the order the reference page lists them.
-pub(crate) const SQL_KEYS: [SqlKey; 3] = [
+pub(crate) const SQL_KEYS: [SqlKey; 4] = [
     SqlKey {
         name: "weight",
         default: "none (every row weighs 1)",
         description: "`weight=ARG` names the argument that holds sample weights; that argument is then not a \
                       feature. `arbor train` takes `--weight COL` instead.",
+    },
+    SqlKey {
+        name: "group",
+        default: "none",
+        description: "`group=ARG` names the argument that holds query ids (integers) for `loss=lambdarank`, which \
+                      ranks the rows of each query against each other; that argument is then not a feature, and \
+                      a query's rows need not be contiguous. Such a call trains in one process (the cluster's \
+                      level-wise training does not rank). `arbor train` takes `--group COL` instead.",
     },
     SqlKey {
         name: "on_group_error",
@@ -75,6 +83,8 @@ pub(crate) struct TrainOptions {
     pub params: TrainParams,
     /// The name of the argument that holds sample weights (`weight`).
     pub weight: Option<String>,
+    /// The name of the argument that holds query ids (`group`, for `loss=lambdarank`).
+    pub group: Option<String>,
     /// What a group with no row to train on gives (`on_group_error`).
     pub on_group_error: OnGroupError,
     /// The partitions the rows arrive in on a cluster (`parts`).
@@ -89,6 +99,7 @@ impl TrainOptions {
         for (key, value) in TrainParams::option_pairs(options)? {
             match key {
                 "weight" => parsed.weight = Some(value.to_owned()),
+                "group" => parsed.group = Some(value.to_owned()),
                 "parts" => {
                     parsed.parts = Some(value.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
                         ArborError::InvalidOption {
@@ -114,6 +125,9 @@ impl TrainOptions {
                     return Err(ArborError::UnknownOption { key: key.to_owned(), accepted: accepted.join(", ") });
                 }
             }
+        }
+        if parsed.group.is_some() {
+            parsed.params.rank_by_default();
         }
         Ok(parsed)
     }

@@ -44,8 +44,14 @@ mod tests {
         let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..200).map(f64::from)));
         let y: ArrayRef = Arc::new(Float64Array::from_iter_values((0..200).map(|i| f64::from(i % 7))));
         let column = |name: &str, array: &ArrayRef| NamedColumn { name: name.into(), arrays: vec![array.clone()] };
-        let data =
-            TrainingData::from_columns_unsorted(column("y", &y), vec![column("x", &x)], None, None, |_| None).unwrap();
+        let data = TrainingData::from_columns_unsorted(
+            column("y", &y),
+            vec![column("x", &x)],
+            arbor_ensemble::RowColumns::default(),
+            None,
+            |_| None,
+        )
+        .unwrap();
         let params = TrainParams::parse_options(options).unwrap().check().unwrap();
         let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("a forest grows level by level")

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, NamedColumn, Task, TrainParams, TrainingData};
+use arbor_ensemble::{ArborError, NamedColumn, RowColumns, Task, TrainParams, TrainingData};
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, FieldRef, Schema};
 use datafusion::common::{plan_err, ScalarValue};
@@ -28,6 +28,8 @@ pub(crate) struct TrainArguments {
     pub names: Vec<String>,
     pub types: Vec<DataType>,
     pub weight: Option<usize>,
+    /// Which of them holds query ids (`group`, for a ranking loss).
+    pub group: Option<usize>,
     pub options: TrainOptions,
     /// A model argument (a model column or Binary) after the features:
     /// boosting continues from it (`init_model`). Its position among the
@@ -79,30 +81,51 @@ impl TrainArguments {
         }
         let names: Vec<String> = fields[..n_data].iter().map(|f| f.name().clone()).collect();
         let types: Vec<DataType> = fields[..n_data].iter().map(|f| f.data_type().clone()).collect();
-        let weight = match options.weight.clone() {
-            None => None,
-            Some(w) => match names.iter().skip(1).position(|n| *n == w) {
-                Some(i) if n_data > 2 => Some(i + 1),
-                Some(_) => return plan_err!("train_forest: the weight '{w}' leaves no feature to train on"),
-                None => {
-                    return plan_err!(
-                        "train_forest: option 'weight': '{w}' is not a feature argument; arguments after the label: {}",
-                        names[1..].join(", ")
-                    )
-                }
-            },
-        };
-        Ok(TrainArguments { names, types, weight, options, init })
+        let weight = per_row_argument("weight", options.weight.as_deref(), &names, &[])?;
+        let group =
+            per_row_argument("group", options.group.as_deref(), &names, &weight.into_iter().collect::<Vec<_>>())?;
+        Ok(TrainArguments { names, types, weight, group, options, init })
+    }
+}
+
+/// The argument a per-row option (`weight`, `group`) names, by its place
+/// among the data arguments: one after the label, and not one of `taken`,
+/// leaving a feature to train on.
+fn per_row_argument(key: &str, name: Option<&str>, names: &[String], taken: &[usize]) -> Result<Option<usize>> {
+    let Some(name) = name else { return Ok(None) };
+    match names.iter().skip(1).position(|n| n == name).map(|i| i + 1) {
+        Some(i) if taken.contains(&i) => plan_err!("train_forest: option '{key}': '{name}' is named by another option"),
+        Some(i) if names.len() > 2 + taken.len() => Ok(Some(i)),
+        Some(_) => plan_err!("train_forest: the {key} '{name}' leaves no feature to train on"),
+        None => plan_err!(
+            "train_forest: option '{key}': '{name}' is not a feature argument; arguments after the label: {}",
+            names[1..].join(", ")
+        ),
+    }
+}
+
+/// The arguments read per row beside the label and the features: which
+/// holds sample weights, which query ids.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PerRowArgs {
+    pub weight: Option<usize>,
+    pub group: Option<usize>,
+}
+
+impl PerRowArgs {
+    /// Whether argument `i` is a feature (neither the weight nor the group).
+    pub(crate) fn is_feature(self, i: usize) -> bool {
+        Some(i) != self.weight && Some(i) != self.group
     }
 }
 
 /// The rows held for arguments `names` (of `types`, the label first,
-/// argument `weight` the sample weights) as training data: in canonical
-/// order when `sorted` (to train on), as held otherwise (to sum).
+/// `per_row` the sample weights and query ids) as training data: in
+/// canonical order when `sorted` (to train on), as held otherwise (to sum).
 pub(crate) fn training_data(
     names: &[String],
     types: &[DataType],
-    weight: Option<usize>,
+    per_row: PerRowArgs,
     arrays: &mut [ColumnChunks],
     task: Option<Task>,
     sorted: bool,
@@ -111,17 +134,18 @@ pub(crate) fn training_data(
         Ok(NamedColumn { name: names[i].clone(), arrays: arrays[i].compacted()? })
     };
     let columns = (|| {
-        let feature_args: Vec<usize> = (1..names.len()).filter(|&i| Some(i) != weight).collect();
+        let feature_args: Vec<usize> = (1..names.len()).filter(|&i| per_row.is_feature(i)).collect();
         let features = feature_args.into_iter().map(&mut column).collect::<Result<Vec<_>>>()?;
-        let weight = weight.map(&mut column).transpose()?;
-        Ok::<_, datafusion::error::DataFusionError>((column(0)?, features, weight))
+        let weight = per_row.weight.map(&mut column).transpose()?;
+        let group = per_row.group.map(&mut column).transpose()?;
+        Ok::<_, datafusion::error::DataFusionError>((column(0)?, features, RowColumns { weight, group }))
     })();
-    let (label, features, weight) = columns.map_err(|e| ArborError::Data(e.to_string()))?;
+    let (label, features, per_row) = columns.map_err(|e| ArborError::Data(e.to_string()))?;
     let types: HashMap<&str, &DataType> = names.iter().map(String::as_str).zip(types).collect();
     let declared = |n: &str| types.get(n).map(|t| (*t).clone());
     match sorted {
-        true => TrainingData::from_columns(label, features, weight, task, declared),
-        false => TrainingData::from_columns_unsorted(label, features, weight, task, declared),
+        true => TrainingData::from_columns(label, features, per_row, task, declared),
+        false => TrainingData::from_columns_unsorted(label, features, per_row, task, declared),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::init_model::InitModel;
 use crate::model_column::{model_scalar, model_type, null_model_scalar};
 use crate::sql_options::{is_option_key, OnGroupError};
 use crate::sql_reference::DOC_SECTION;
-use crate::train_arguments::{constant, training_data, TrainArguments};
+use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
 
 static DOCUMENTATION: LazyLock<Documentation> = LazyLock::new(|| {
     Documentation::builder(
@@ -172,7 +172,7 @@ impl AggregateUDFImpl for TrainForest {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        let TrainArguments { names, types, weight, options, init } =
+        let TrainArguments { names, types, weight, group, options, init } =
             TrainArguments::read(args.exprs, args.expr_fields, args.schema)?;
         let n_data = names.len();
         let init = init.map(|index| -> Result<InitModel> {
@@ -189,7 +189,7 @@ impl AggregateUDFImpl for TrainForest {
             init: init.transpose()?,
             names,
             types,
-            weight,
+            per_row: PerRowArgs { weight, group },
             n_args: args.exprs.len(),
             params: options.params.check().exec(NAME)?,
             on_group_error: options.on_group_error,
@@ -224,8 +224,8 @@ impl AggregateUDFImpl for TrainForest {
 struct TrainForestAccumulator {
     names: Vec<String>,
     types: Vec<DataType>,
-    /// The argument holding sample weights, if any.
-    weight: Option<usize>,
+    /// The arguments holding sample weights and query ids, if any.
+    per_row: PerRowArgs,
     n_args: usize,
     /// The options, checked when the accumulator is made.
     params: CheckedParams,
@@ -246,7 +246,7 @@ struct TrainForestAccumulator {
 impl TrainForestAccumulator {
     /// Trains on the rows held, with `params`.
     fn fit(&mut self, params: CheckedParams) -> std::result::Result<Model, ArborError> {
-        let data = training_data(&self.names, &self.types, self.weight, &mut self.arrays, params.task, true)?;
+        let data = training_data(&self.names, &self.types, self.per_row, &mut self.arrays, params.task, true)?;
         match self.init.as_ref().map(InitModel::decoded).transpose()?.flatten() {
             Some(model) => Ok(Trainer::checked(params).init_model(&model).fit_owned(data)?.model),
             None => Ok(Trainer::checked(params).fit_owned(data)?.model),

@@ -24,7 +24,7 @@ use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Signature, Volatil
 
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
-use crate::train_arguments::{constant, training_data, TrainArguments};
+use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
 
 /// The function's name. It is internal: the level-wise driver calls it.
 pub const TRAIN_STEP: &str = "arbor_train_step";
@@ -189,7 +189,14 @@ impl TrainStepAccumulator {
         if held == 0 {
             return Ok(());
         }
-        let data = training_data(&self.names, &self.types, self.weight, &mut self.arrays, self.params.task, false);
+        let data = training_data(
+            &self.names,
+            &self.types,
+            PerRowArgs { weight: self.weight, group: None },
+            &mut self.arrays,
+            self.params.task,
+            false,
+        );
         self.arrays.iter_mut().for_each(|a| *a = ColumnChunks::default());
         let data = match data {
             Ok(data) => data,

@@ -51,7 +51,7 @@ mod train;
 mod trainer;
 
 pub use data::binned_data::{BatchSource, BinnedData};
-pub use data::dataset::{ColumnRoles, FeatureSpec, NamedColumn, TrainingData};
+pub use data::dataset::{ColumnRoles, FeatureSpec, NamedColumn, RowColumns, TrainingData};
 pub use data::label::{default_task, Classes, LabelInfo, Target};
 pub use data::summary::{LevelSummary, BIN_SAMPLE_ROWS};
 pub use error::{ArborError, Result};

@@ -105,6 +105,13 @@ impl<'a> Trainer<'a> {
         self
     }
 
+    /// The column of query ids that `loss=lambdarank` ranks within
+    /// (integers; a query's rows need not be contiguous).
+    pub fn group(mut self, name: impl Into<String>) -> Self {
+        self.roles.group = Some(name.into());
+        self
+    }
+
     /// Calls `on_progress` after each tree (forest) or round (boosting).
     pub fn on_progress(mut self, on_progress: OnProgress<'a>) -> Self {
         self.on_progress = Some(on_progress);

@@ -5,7 +5,9 @@ mod common;
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, ColumnRoles, Model, NamedColumn, Task, TrainParams, Trainer, TrainingData};
+use arbor_ensemble::{
+    ArborError, ColumnRoles, Model, NamedColumn, RowColumns, Task, TrainParams, Trainer, TrainingData,
+};
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Int32Type};
 use common::read;
@@ -102,11 +104,14 @@ fn unusable_inputs_are_errors_not_panics() {
     // Named columns of unequal length, chunked alike or not.
     let label = NamedColumn { name: "label".into(), arrays: vec![Arc::new(Int64Array::from(vec![0, 1, 0, 1]))] };
     let short = NamedColumn { name: "x".into(), arrays: vec![Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]))] };
-    fails_with(TrainingData::from_columns(label.clone(), vec![short], None, None, |_| None), &["'x'", "3 rows", "4"]);
+    fails_with(
+        TrainingData::from_columns(label.clone(), vec![short], RowColumns::default(), None, |_| None),
+        &["'x'", "3 rows", "4"],
+    );
     let weight = NamedColumn { name: "w".into(), arrays: vec![Arc::new(Float64Array::from(vec![1.0; 5]))] };
     let x = NamedColumn { name: "x".into(), arrays: vec![Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0, 4.0]))] };
     fails_with(
-        TrainingData::from_columns(label.clone(), vec![x.clone()], Some(weight), None, |_| None),
+        TrainingData::from_columns(label.clone(), vec![x.clone()], RowColumns::weighted(Some(weight)), None, |_| None),
         &["'w'", "5 rows"],
     );
     // Rows cut differently into chunks are the same rows: they train.
@@ -114,8 +119,8 @@ fn unusable_inputs_are_errors_not_panics() {
         name: "x".into(),
         arrays: vec![Arc::new(Float64Array::from(vec![1.0])), Arc::new(Float64Array::from(vec![2.0, 3.0, 4.0]))],
     };
-    let a = TrainingData::from_columns(label.clone(), vec![chunked], None, None, |_| None).unwrap();
-    let b = TrainingData::from_columns(label, vec![x], None, None, |_| None).unwrap();
+    let a = TrainingData::from_columns(label.clone(), vec![chunked], RowColumns::default(), None, |_| None).unwrap();
+    let b = TrainingData::from_columns(label, vec![x], RowColumns::default(), None, |_| None).unwrap();
     assert_eq!(trainer.fit_data(&a).unwrap().model.to_bytes(), trainer.fit_data(&b).unwrap().model.to_bytes());
 
     // A column reader's roles name a missing column.

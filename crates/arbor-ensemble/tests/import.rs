@@ -171,12 +171,13 @@ fn unsupported_fixtures_are_named_errors() {
 
 /// Every regression objective beyond squared error imports with its loss and
 /// parameters, and predicts what its library predicts: the log links
-/// (`exp` of the raw score, from a base score that is a mean) and the
-/// identity ones (`tests/interop/make_objective_fixtures.py`).
+/// (`exp` of the raw score, from a base score that is a mean), the
+/// identity ones and the rankers (XGBoost's `rank:ndcg`, LightGBM's
+/// `lambdarank`; `tests/interop/make_objective_fixtures.py`).
 #[test]
 fn regression_objectives_import_with_their_losses() {
     use arbor_ensemble::Loss;
-    let cases: [(Model, &str, Loss); 12] = [
+    let cases: [(Model, &str, Loss); 14] = [
         (xgboost("xgb_poisson.json"), "xgb_poisson", Loss::Poisson),
         (xgboost("xgb_gamma.json"), "xgb_gamma", Loss::Gamma),
         (xgboost("xgb_tweedie.json"), "xgb_tweedie", Loss::Tweedie { power: f64::from(1.3f32) }),
@@ -189,6 +190,9 @@ fn regression_objectives_import_with_their_losses() {
         (lightgbm("lgb_quantile.txt"), "lgb_quantile", Loss::Quantile { alpha: 0.8 }),
         (lightgbm("lgb_absolute.txt"), "lgb_absolute", Loss::Absolute),
         (lightgbm("lgb_huber.txt"), "lgb_huber", Loss::Huber { delta: 2.0 }),
+        // Rankers: the score is the raw margin.
+        (xgboost("xgb_rank.json"), "xgb_rank", Loss::Lambdarank { ndcg_at: 10 }),
+        (lightgbm("lgb_rank.txt"), "lgb_rank", Loss::Lambdarank { ndcg_at: 10 }),
     ];
     for (model, expected, loss) in cases {
         let boosting = model.boosting().expect("a boosted model");

@@ -175,7 +175,7 @@ pub fn bin_rows(
     }
     let schema = PythonSource::stream(&open)?.schema();
     let source = PythonSource { open, schema };
-    let roles = ColumnRoles { label, features, weight };
+    let roles = ColumnRoles { label, features, weight, group: None };
     let mut trainer = Trainer::new(params).label(roles.label.clone());
     if let Some(features) = roles.features {
         trainer = trainer.features(features);

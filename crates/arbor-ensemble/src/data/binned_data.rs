@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::data::canonical_order::binned_order;
 use crate::data::dataset::{
     check_features, feature_names, field_list, gather, index_of, target_len, ColumnRoles, FeatureSpec, LabelRows,
-    NamedColumn, TrainingData,
+    NamedColumn, RowColumns, TrainingData,
 };
 use crate::data::label::{LabelInfo, Target};
 use crate::data::summary::{
@@ -70,6 +70,8 @@ pub struct BinnedData {
     pub(crate) matrix: BinnedMatrix,
     pub(crate) target: Target,
     pub(crate) weights: Option<Vec<f64>>,
+    /// Each row's query id (ranking), when a group column was given.
+    pub(crate) groups: Option<Vec<i64>>,
     pub(crate) skipped_null_labels: usize,
     /// Each row's position among the input rows with a non-null label.
     pub(crate) input_row: Vec<u32>,
@@ -117,7 +119,7 @@ impl BinnedData {
         let features = fitted_features(summary.features, summary.categories, summary.samples, &quantize)?;
 
         // Second pass: each batch binned as it arrives.
-        let mut bins = Bins::new(&features, &label, task, rows, roles.weight.is_some())?;
+        let mut bins = Bins::new(&features, &label, task, rows, PerRow::of(roles))?;
         for batch in source.batches()? {
             if let Piece::Rows(data) = pieces.read(&batch?)? {
                 bins.add(&features, &label, *data)?;
@@ -155,15 +157,9 @@ impl BinnedData {
             .map(|name| Ok(FeatureSpec { data_type: field(&name)?, name }))
             .collect::<Result<Vec<_>>>()?;
         check_features(&roles.label, &specs)?;
-        let weight = match &roles.weight {
-            Some(name) => {
-                field(name)?;
-                Some(NamedColumn { name: name.clone(), arrays: read(name)? })
-            }
-            None => None,
-        };
+        let per_row = RowColumns::read(schema, roles, &read)?;
         let label = NamedColumn { name: roles.label.clone(), arrays: read(&roles.label)? };
-        let rows = LabelRows::read(label, label_type, weight, task)?;
+        let rows = LabelRows::read(label, label_type, per_row, task)?;
         let n = target_len(&rows.target);
         if u32::try_from(n).is_err() {
             return Err(too_many_rows(n as u64));
@@ -228,7 +224,7 @@ impl BinnedData {
         drop((hashes, candidates));
         let (features, columns): (Vec<Feature>, Vec<BinColumn>) = binned.into_iter().unzip();
         let mappers = features.iter().map(|f| f.mapper.clone()).collect();
-        let LabelRows { task, label, target, weights, skipped, .. } = rows;
+        let LabelRows { task, label, target, weights, groups, skipped, .. } = rows;
         let binned = BinnedData {
             task,
             label,
@@ -236,6 +232,7 @@ impl BinnedData {
             matrix: BinnedMatrix::from_columns(columns, mappers, n),
             target,
             weights,
+            groups,
             skipped_null_labels: skipped,
             input_row: (0..n as u32).collect(),
             quantize,
@@ -271,7 +268,7 @@ impl BinnedData {
             })
             .collect();
         let matrix = BinnedMatrix::with_mappers(&data.columns, mappers);
-        let TrainingData { task, label, target, columns, weights, skipped_null_labels, input_row, .. } =
+        let TrainingData { task, label, target, columns, weights, groups, skipped_null_labels, input_row, .. } =
             data.into_owned();
         let raw = exact.then_some(columns);
         let binned = BinnedData {
@@ -281,6 +278,7 @@ impl BinnedData {
             matrix,
             target,
             weights,
+            groups,
             skipped_null_labels,
             input_row,
             quantize,
@@ -291,13 +289,14 @@ impl BinnedData {
 
     /// The rows put in canonical order (the input rows they came from kept).
     fn sorted(mut self) -> BinnedData {
-        let order = binned_order(&self.matrix, &self.target, self.weights.as_deref());
+        let order = binned_order(&self.matrix, &self.target, self.weights.as_deref(), self.groups.as_deref());
         self.matrix.gather_rows(&order);
         self.target = match self.target {
             Target::Classes(c) => Target::Classes(gather(&c, &order)),
             Target::Values(v) => Target::Values(gather(&v, &order)),
         };
         self.weights = self.weights.map(|w| gather(&w, &order));
+        self.groups = self.groups.map(|g| gather(&g, &order));
         self.input_row = order.iter().map(|&r| self.input_row[r as usize]).collect();
         self.raw = self.raw.map(|columns| columns.into_iter().map(|c| c.gather(&order)).collect());
         self
@@ -343,6 +342,7 @@ impl BinnedData {
                 Target::Values(v) => Target::Values(gather(v, rows)),
             },
             weights: self.weights.as_ref().map(|w| gather(w, rows)),
+            groups: self.groups.as_ref().map(|g| gather(g, rows)),
             skipped_null_labels: 0,
             input_row,
             quantize: self.quantize,
@@ -434,6 +434,7 @@ impl BinnedData {
         self.matrix.size_bytes()
             + target
             + self.weights.as_ref().map_or(0, |w| w.len() * 8)
+            + self.groups.as_ref().map_or(0, |g| g.len() * 8)
             + self.input_row.len() * 4
             + raw
     }
@@ -471,7 +472,10 @@ impl Pieces<'_> {
             Ok(NamedColumn { name: name.to_owned(), arrays: vec![batch.column(index_of(self.schema, name)?).clone()] })
         };
         let label = column(&self.roles.label)?;
-        let weight = self.roles.weight.as_deref().map(column).transpose()?;
+        let per_row = RowColumns {
+            weight: self.roles.weight.as_deref().map(column).transpose()?,
+            group: self.roles.group.as_deref().map(column).transpose()?,
+        };
         let features = feature_names(self.schema, self.roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         let rows = batch.num_rows();
         if rows == 0 {
@@ -481,7 +485,7 @@ impl Pieces<'_> {
             return Ok(Piece::NullLabels(rows));
         }
         let declared = |name: &str| self.schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
-        match TrainingData::from_columns_unsorted(label, features, weight, self.task, declared) {
+        match TrainingData::from_columns_unsorted(label, features, per_row, self.task, declared) {
             Ok(data) => Ok(Piece::Rows(Box::new(data))),
             // A batch of zero weights is no error while another has weight.
             Err(ArborError::NothingToTrain(_)) if self.roles.weight.is_some() => Ok(Piece::ZeroWeights),
@@ -530,11 +534,26 @@ fn ranks(values: impl Iterator<Item = u32>) -> Vec<u32> {
     out
 }
 
-/// The second pass's growing columns of codes, targets and weights.
+/// Which per-row columns besides the label a binned read keeps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PerRow {
+    pub(crate) weighted: bool,
+    pub(crate) grouped: bool,
+}
+
+impl PerRow {
+    /// The per-row columns `roles` names.
+    pub(crate) fn of(roles: &ColumnRoles) -> PerRow {
+        PerRow { weighted: roles.weight.is_some(), grouped: roles.group.is_some() }
+    }
+}
+
+/// The second pass's growing columns of codes, targets, weights and query ids.
 pub(crate) struct Bins {
     columns: Vec<BinColumn>,
     target: Target,
     weights: Option<Vec<f64>>,
+    groups: Option<Vec<i64>>,
 }
 
 impl Bins {
@@ -545,7 +564,7 @@ impl Bins {
         label: &LabelInfo,
         task: Task,
         rows: usize,
-        weighted: bool,
+        per_row: PerRow,
     ) -> Result<Bins> {
         let width: usize = features.iter().map(|f| if f.mapper.n_bins() <= 256 { 1 } else { 2 }).sum();
         check_bins(rows, width)?;
@@ -554,8 +573,9 @@ impl Bins {
             (Task::Classification, Some(_)) => Target::Classes(crate::memory::vec_with_capacity(rows, "the labels")?),
             _ => Target::Values(crate::memory::vec_with_capacity(rows, "the labels")?),
         };
-        let weights = weighted.then(|| crate::memory::vec_with_capacity(rows, "the weights")).transpose()?;
-        Ok(Bins { columns, target, weights })
+        let weights = per_row.weighted.then(|| crate::memory::vec_with_capacity(rows, "the weights")).transpose()?;
+        let groups = per_row.grouped.then(|| crate::memory::vec_with_capacity(rows, "the query ids")).transpose()?;
+        Ok(Bins { columns, target, weights, groups })
     }
 
     pub(crate) fn rows(&self) -> usize {
@@ -591,6 +611,11 @@ impl Bins {
             (None, None) => {}
             _ => return Err(ArborError::Data("some batches have weights and others not".into())),
         }
+        match (&mut self.groups, &data.groups) {
+            (Some(all), Some(g)) => all.extend_from_slice(g),
+            (None, None) => {}
+            _ => return Err(ArborError::Data("some batches have query ids and others not".into())),
+        }
         Ok(())
     }
 
@@ -615,6 +640,7 @@ impl Bins {
             matrix,
             target: self.target,
             weights: self.weights,
+            groups: self.groups,
             skipped_null_labels,
             input_row: input_row.unwrap_or_else(|| (0..rows as u32).collect()),
             quantize,

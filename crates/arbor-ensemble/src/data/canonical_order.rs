@@ -305,7 +305,12 @@ const HASH_CHUNK: usize = 1 << 14;
 /// a row) where comparing rows column by column would not. The weight is
 /// left out of the hash so that a row of weight 2 sorts where the same row
 /// given twice does, and sums over them are added in the same order.
-pub(crate) fn binned_order(matrix: &BinnedMatrix, target: &Target, weights: Option<&[f64]>) -> Vec<u32> {
+pub(crate) fn binned_order(
+    matrix: &BinnedMatrix,
+    target: &Target,
+    weights: Option<&[f64]>,
+    groups: Option<&[i64]>,
+) -> Vec<u32> {
     let n = matrix.n_rows();
     let number = |x: f64| if x == 0.0 { 0 } else { x.to_bits() };
     let mut keys = vec![0u128; n];
@@ -328,6 +333,9 @@ pub(crate) fn binned_order(matrix: &BinnedMatrix, target: &Target, weights: Opti
             }
             Target::Values(y) => hashes.iter_mut().zip(&y[rows.clone()]).for_each(|(h, &y)| *h = mix(*h ^ number(y))),
         }
+        if let Some(g) = groups {
+            hashes.iter_mut().zip(&g[rows.clone()]).for_each(|(h, &q)| *h = mix(*h ^ q as u64));
+        }
         for ((key, h), r) in chunk.iter_mut().zip(hashes).zip(rows) {
             *key = u128::from(h) << 64 | r as u128;
         }
@@ -340,15 +348,22 @@ pub(crate) fn binned_order(matrix: &BinnedMatrix, target: &Target, weights: Opti
         let hash = keys[start] >> 64;
         let end = start + keys[start..].iter().take_while(|&&k| k >> 64 == hash).count();
         if end - start > 1 {
-            order[start..end].sort_by(|&a, &b| compare_rows(matrix, target, weights, a, b).then(a.cmp(&b)));
+            order[start..end].sort_by(|&a, &b| compare_rows(matrix, target, weights, groups, a, b).then(a.cmp(&b)));
         }
         start = end;
     }
     order
 }
 
-/// Binned rows `a` and `b` compared by their bins, then label, then weight.
-fn compare_rows(matrix: &BinnedMatrix, target: &Target, weights: Option<&[f64]>, a: u32, b: u32) -> Ordering {
+/// Binned rows `a` and `b` compared by their bins, then label, weight and query.
+fn compare_rows(
+    matrix: &BinnedMatrix,
+    target: &Target,
+    weights: Option<&[f64]>,
+    groups: Option<&[i64]>,
+    a: u32,
+    b: u32,
+) -> Ordering {
     let (a, b) = (a as usize, b as usize);
     (0..matrix.n_features())
         .map(|f| matrix.column(f).get(a).cmp(&matrix.column(f).get(b)))
@@ -357,6 +372,7 @@ fn compare_rows(matrix: &BinnedMatrix, target: &Target, weights: Option<&[f64]>,
             Target::Values(y) => y[a].total_cmp(&y[b]),
         }))
         .chain(weights.map(|w| w[a].total_cmp(&w[b])))
+        .chain(groups.map(|g| g[a].cmp(&g[b])))
         .find(|o| o.is_ne())
         .unwrap_or(Ordering::Equal)
 }

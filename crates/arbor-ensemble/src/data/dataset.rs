@@ -29,15 +29,20 @@ pub(crate) fn target_len(target: &Target) -> usize {
     }
 }
 
-/// Which column is the label, which are features, which holds sample weights.
+/// Which column is the label, which are features, which holds sample
+/// weights, and which the query (group) of a ranking loss.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ColumnRoles {
     /// The label column.
     pub label: String,
-    /// The feature columns; `None` means every column but the label and the weight.
+    /// The feature columns; `None` means every column but the label, the
+    /// weight and the group.
     pub features: Option<Vec<String>>,
     /// The column of sample weights, if any.
     pub weight: Option<String>,
+    /// The column of query ids (integers) that `loss=lambdarank` ranks
+    /// within, if any; a query's rows need not be contiguous.
+    pub group: Option<String>,
 }
 
 /// A column by name, as one array per record batch.
@@ -74,6 +79,8 @@ pub struct TrainingData {
     pub(crate) columns: Vec<FeatureColumn>,
     /// Sample weights, when given.
     pub(crate) weights: Option<Vec<f64>>,
+    /// Each row's query id, when a group column is given (ranking).
+    pub(crate) groups: Option<Vec<i64>>,
     /// Rows dropped because their label was null.
     pub(crate) skipped_null_labels: usize,
     /// Each training row's position among the input rows with a non-null
@@ -99,11 +106,14 @@ impl TrainingData {
             Ok(NamedColumn { name: name.to_owned(), arrays: batches.iter().map(|b| b.column(index).clone()).collect() })
         };
         let label_column = column(&roles.label)?;
-        let weight_column = roles.weight.as_deref().map(column).transpose()?;
+        let per_row = RowColumns {
+            weight: roles.weight.as_deref().map(column).transpose()?,
+            group: roles.group.as_deref().map(column).transpose()?,
+        };
         let feature_columns = feature_names(schema, roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         drop(batches); // the columns now hold the only references to their arrays
         let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
-        Self::from_columns(label_column, feature_columns, weight_column, task, data_type)
+        Self::from_columns(label_column, feature_columns, per_row, task, data_type)
     }
 
     /// Reads training data a column at a time: `read` gives a column's arrays
@@ -118,7 +128,6 @@ impl TrainingData {
         read: impl Fn(&str) -> Result<Vec<ArrayRef>> + Sync,
     ) -> Result<TrainingData> {
         let label = roles.label.as_str();
-        let weight = roles.weight.as_deref();
         let label_type = schema.field(index_of(schema, label)?).data_type().clone();
         let names = feature_names(schema, roles);
         let mut pending = Vec::with_capacity(names.len());
@@ -128,14 +137,8 @@ impl TrainingData {
             pending.push(PendingColumn { name: name.clone(), data_type, arrays: Box::new(move || read(&name)) });
         }
         let label = NamedColumn { name: label.to_owned(), arrays: read(label)? };
-        let weight = match weight {
-            Some(name) => {
-                index_of(schema, name)?;
-                Some(NamedColumn { name: name.to_owned(), arrays: read(name)? })
-            }
-            None => None,
-        };
-        Self::from_pending(label, label_type, pending, weight, task, RowOrder::Canonical)
+        let per_row = RowColumns::read(schema, roles, &read)?;
+        Self::from_pending(label, label_type, pending, per_row, task, RowOrder::Canonical)
     }
 
     /// Reads training data from named columns. `declared_type` gives a column's
@@ -143,11 +146,11 @@ impl TrainingData {
     pub fn from_columns(
         label: NamedColumn,
         features: Vec<NamedColumn>,
-        weight: Option<NamedColumn>,
+        per_row: RowColumns,
         task: Option<Task>,
         declared_type: impl Fn(&str) -> Option<DataType>,
     ) -> Result<TrainingData> {
-        Self::from_named(label, features, weight, task, declared_type, RowOrder::Canonical)
+        Self::from_named(label, features, per_row, task, declared_type, RowOrder::Canonical)
     }
 
     /// [`TrainingData::from_columns`] with the rows left in the order given:
@@ -157,17 +160,17 @@ impl TrainingData {
     pub fn from_columns_unsorted(
         label: NamedColumn,
         features: Vec<NamedColumn>,
-        weight: Option<NamedColumn>,
+        per_row: RowColumns,
         task: Option<Task>,
         declared_type: impl Fn(&str) -> Option<DataType>,
     ) -> Result<TrainingData> {
-        Self::from_named(label, features, weight, task, declared_type, RowOrder::AsGiven)
+        Self::from_named(label, features, per_row, task, declared_type, RowOrder::AsGiven)
     }
 
     fn from_named(
         label: NamedColumn,
         features: Vec<NamedColumn>,
-        weight: Option<NamedColumn>,
+        per_row: RowColumns,
         task: Option<Task>,
         declared_type: impl Fn(&str) -> Option<DataType>,
         order: RowOrder,
@@ -184,7 +187,7 @@ impl TrainingData {
             })
             .collect();
         let label_type = type_of(&label);
-        Self::from_pending(label, label_type, pending, weight, task, order)
+        Self::from_pending(label, label_type, pending, per_row, task, order)
     }
 
     /// The common reader: features are read, checked and converted on their
@@ -193,19 +196,19 @@ impl TrainingData {
         label: NamedColumn,
         label_type: DataType,
         features: Vec<PendingColumn<'_>>,
-        weight: Option<NamedColumn>,
+        per_row: RowColumns,
         task: Option<Task>,
         order: RowOrder,
     ) -> Result<TrainingData> {
         let specs: Vec<FeatureSpec> =
             features.iter().map(|f| FeatureSpec { name: f.name.clone(), data_type: f.data_type.clone() }).collect();
         check_features(&label.name, &specs)?;
-        let rows = LabelRows::read(label, label_type, weight, task)?;
+        let rows = LabelRows::read(label, label_type, per_row, task)?;
         // Each feature is read on its own thread, in input order, and its
         // arrays are dropped once converted.
         let columns =
             features.into_par_iter().map(|f| rows.feature(&f.name, (f.arrays)()?)).collect::<Result<Vec<_>>>()?;
-        let LabelRows { task, label, target, weights, skipped, .. } = rows;
+        let LabelRows { task, label, target, weights, groups, skipped, .. } = rows;
         let input_row = (0..target_len(&target) as u32).collect();
         let data = TrainingData {
             task,
@@ -214,6 +217,7 @@ impl TrainingData {
             features: specs,
             columns,
             weights,
+            groups,
             skipped_null_labels: skipped,
             input_row,
         };
@@ -225,7 +229,8 @@ impl TrainingData {
 
     /// The rows sorted into the canonical order (rows as given before).
     fn sorted(self) -> TrainingData {
-        // Features first, then the label and the weight: the keys of the canonical order.
+        // Features first, then the label, the weight and the query: the keys of the canonical order.
+        let query_ranks = self.groups.as_deref().map(dense_ids);
         let input_row = {
             let mut keys: Vec<SortKey<'_>> = self
                 .columns
@@ -243,6 +248,9 @@ impl TrainingData {
             if let Some(w) = &self.weights {
                 keys.push(SortKey::Numbers(w));
             }
+            if let Some((ranks, _)) = &query_ranks {
+                keys.push(SortKey::Classes(ranks));
+            }
             canonical_order(&keys)
         };
         let target = match self.target {
@@ -250,9 +258,10 @@ impl TrainingData {
             Target::Values(v) => Target::Values(gather(&v, &input_row)),
         };
         let weights = self.weights.map(|w| gather(&w, &input_row));
+        let groups = self.groups.map(|g| gather(&g, &input_row));
         // One column at a time, each dropped once gathered.
         let columns = self.columns.into_iter().map(|c| c.gather(&input_row)).collect();
-        TrainingData { target, weights, columns, input_row, ..self }
+        TrainingData { target, weights, groups, columns, input_row, ..self }
     }
 
     /// The task: the caller's, or the one the label's type implies.
@@ -331,6 +340,8 @@ pub(crate) struct LabelRows {
     pub(crate) label: LabelInfo,
     pub(crate) target: Target,
     pub(crate) weights: Option<Vec<f64>>,
+    /// Each row's query id, when a group column is given.
+    pub(crate) groups: Option<Vec<i64>>,
     /// Rows dropped because their label was null.
     pub(crate) skipped: usize,
     label_name: String,
@@ -341,14 +352,15 @@ pub(crate) struct LabelRows {
 }
 
 impl LabelRows {
-    /// Reads the label (of type `label_type`) and the weight; an error when
-    /// there is no row, or every label is null.
+    /// Reads the label (of type `label_type`), the weight and the group; an
+    /// error when there is no row, or every label is null.
     pub(crate) fn read(
         label: NamedColumn,
         label_type: DataType,
-        weight: Option<NamedColumn>,
+        per_row: RowColumns,
         task: Option<Task>,
     ) -> Result<LabelRows> {
+        let RowColumns { weight, group } = per_row;
         let task = task.unwrap_or_else(|| default_task(&label_type));
         let n_rows: usize = label.arrays.iter().map(|a| a.len()).sum();
         if n_rows == 0 {
@@ -411,6 +423,7 @@ impl LabelRows {
             label: LabelInfo { name: label.name.clone(), data_type: String::new(), classes: None },
             target: Target::Values(Vec::new()),
             weights: None,
+            groups: None,
             skipped,
             label_name: label.name.clone(),
             keep,
@@ -420,6 +433,10 @@ impl LabelRows {
         (rows.label, rows.target) = read_label(&label.name, &labels, task)?;
         drop(labels);
         rows.weights = weights;
+        if let Some(group) = group {
+            let arrays = rows.kept("group", &group.name, group.arrays)?;
+            rows.groups = Some(read_groups(&group.name, &arrays)?);
+        }
         Ok(rows)
     }
 
@@ -457,7 +474,42 @@ pub(crate) fn index_of(schema: &Schema, name: &str) -> Result<usize> {
     })
 }
 
-/// The features named, or by default every column but the label and the weight.
+/// The columns read per row beside the label and the features: sample
+/// weights and query ids, each when given.
+#[derive(Clone, Debug, Default)]
+pub struct RowColumns {
+    /// The sample weights.
+    pub weight: Option<NamedColumn>,
+    /// The query ids of a ranking loss (integers).
+    pub group: Option<NamedColumn>,
+}
+
+impl RowColumns {
+    /// Just sample weights (or nothing).
+    pub fn weighted(weight: Option<NamedColumn>) -> RowColumns {
+        RowColumns { weight, group: None }
+    }
+
+    /// The weight and group columns of `roles`, read whole by `read`.
+    pub(crate) fn read(
+        schema: &Schema,
+        roles: &ColumnRoles,
+        read: &impl Fn(&str) -> Result<Vec<ArrayRef>>,
+    ) -> Result<RowColumns> {
+        let column = |name: &Option<String>| -> Result<Option<NamedColumn>> {
+            match name {
+                Some(name) => {
+                    index_of(schema, name)?;
+                    Ok(Some(NamedColumn { name: name.clone(), arrays: read(name)? }))
+                }
+                None => Ok(None),
+            }
+        };
+        Ok(RowColumns { weight: column(&roles.weight)?, group: column(&roles.group)? })
+    }
+}
+
+/// The features named, or by default every column but the label, the weight and the group.
 pub(crate) fn feature_names(schema: &Schema, roles: &ColumnRoles) -> Vec<String> {
     match &roles.features {
         Some(names) => names.clone(),
@@ -465,7 +517,7 @@ pub(crate) fn feature_names(schema: &Schema, roles: &ColumnRoles) -> Vec<String>
             .fields()
             .iter()
             .map(|f| f.name().clone())
-            .filter(|n| *n != roles.label && Some(n) != roles.weight.as_ref())
+            .filter(|n| *n != roles.label && Some(n) != roles.weight.as_ref() && Some(n) != roles.group.as_ref())
             .collect(),
     }
 }
@@ -527,6 +579,40 @@ fn read_weights(name: &str, arrays: &[ArrayRef]) -> Result<Vec<f64>> {
         return Err(ArborError::NothingToTrain(format!("weight column '{name}' sums to zero; nothing to train on")));
     }
     Ok(out)
+}
+
+/// Query ids read from a group column: integers, no nulls (the error names
+/// the column and the first bad row).
+fn read_groups(name: &str, arrays: &[ArrayRef]) -> Result<Vec<i64>> {
+    let mut out = Vec::new();
+    for a in arrays {
+        if !a.data_type().is_integer() {
+            return Err(ArborError::Data(format!(
+                "group column '{name}' has type {}; query ids must be integers",
+                a.data_type()
+            )));
+        }
+        if a.null_count() > 0 {
+            return Err(ArborError::Data(format!("group column '{name}' holds nulls; every row needs a query id")));
+        }
+        // A cast that does not fit gives a null, not an error.
+        let ids = cast(a, &DataType::Int64)?;
+        if ids.null_count() > 0 {
+            return Err(ArborError::Data(format!("group column '{name}' holds a query id past the 64-bit integers")));
+        }
+        out.extend_from_slice(ids.as_primitive::<arrow::datatypes::Int64Type>().values());
+    }
+    Ok(out)
+}
+
+/// Each value's rank among the distinct values (from 0), and how many
+/// distinct values there are: query ids made dense, in ascending order.
+pub(crate) fn dense_ids(values: &[i64]) -> (Vec<u32>, usize) {
+    let mut distinct = values.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let ranks = values.iter().map(|v| distinct.binary_search(v).expect("a value of its own list") as u32).collect();
+    (ranks, distinct.len())
 }
 
 /// A schema's fields as `name: type, ...`, for errors about schemas that differ.

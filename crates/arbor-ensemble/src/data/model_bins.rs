@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use arbor_quantize::{FeatureColumn, QuantizeParams};
 
-use crate::data::binned_data::{BatchSource, BinnedData, Bins, Piece, Pieces};
+use crate::data::binned_data::{BatchSource, BinnedData, Bins, PerRow, Piece, Pieces};
 use crate::data::dataset::{ColumnRoles, TrainingData};
 use crate::model::Model;
 use crate::train::continued::continuable;
@@ -31,7 +31,7 @@ impl BinnedData {
         let roles = model_roles(roles, model)?;
         let schema = source.schema();
         let pieces = Pieces { schema: &schema, roles: &roles, task: Some(model.task) };
-        let mut bins = Bins::new(&model.features, &model.label, model.task, 0, roles.weight.is_some())?;
+        let mut bins = Bins::new(&model.features, &model.label, model.task, 0, PerRow::of(&roles))?;
         let (mut skipped, mut zero_weights) = (0, false);
         for batch in source.batches()? {
             match pieces.read(&batch?)? {
@@ -82,7 +82,8 @@ impl BinnedData {
         check_against(&data, model)?;
         let input_row = std::mem::take(&mut data.input_row);
         let skipped = data.skipped_null_labels;
-        let mut bins = Bins::new(&model.features, &model.label, model.task, input_row.len(), data.weights.is_some())?;
+        let per_row = PerRow { weighted: data.weights.is_some(), grouped: data.groups.is_some() };
+        let mut bins = Bins::new(&model.features, &model.label, model.task, input_row.len(), per_row)?;
         bins.add(&model.features, &model.label, data)?;
         Ok(bins.finish(model.task, model.label.clone(), model.features.clone(), skipped, quantize, Some(input_row)))
     }

@@ -103,6 +103,7 @@ fn objective(model: &Model, exported: &ExportedTrees<'_>) -> (Option<String>, us
         Loss::Poisson => "poisson".to_owned(),
         Loss::Gamma => "gamma".to_owned(),
         Loss::Tweedie { power } => format!("tweedie tweedie_variance_power:{power}"),
+        Loss::Lambdarank { .. } => "lambdarank".to_owned(),
     };
     (Some(objective), if loss == Loss::Softmax { k } else { 1 })
 }

@@ -140,6 +140,19 @@ fn objective(exported: &ExportedTrees<'_>) -> (Value, &'static str, usize, usize
             let param = json!({"tweedie_variance_power": power.to_string()});
             (json!({"name": "reg:tweedie", "tweedie_regression_param": param}), "1", 0, 1)
         }
+        // A ranking model's output is its raw score.
+        Loss::Lambdarank { .. } => {
+            let param = json!({
+                "lambdarank_pair_method": "topk",
+                "lambdarank_num_pair_per_sample": "30",
+                "ndcg_exp_gain": "1",
+                "lambdarank_normalization": "1",
+                "lambdarank_score_normalization": "1",
+                "lambdarank_unbiased": "0",
+                "lambdarank_bias_norm": "1"
+            });
+            (json!({"name": "rank:ndcg", "lambdarank_param": param}), "0", 0, 1)
+        }
     }
 }
 

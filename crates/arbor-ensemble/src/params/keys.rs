@@ -121,6 +121,7 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "alpha",
     "huber_delta",
     "tweedie_power",
+    "ndcg_at",
     "monotone",
     "interaction_constraints",
     "class_weight",
@@ -229,6 +230,7 @@ const LOSSES: &[(&str, Loss)] = &[
     ("poisson", Loss::Poisson),
     ("gamma", Loss::Gamma),
     ("tweedie", Loss::Tweedie { power: 1.5 }),
+    ("lambdarank", Loss::Lambdarank { ndcg_at: 10 }),
 ];
 
 const SAMPLE_FRACTION: Rule = Rule::Fraction { low_open: true, high: 1.0 };
@@ -250,6 +252,7 @@ const ALPHA: Rule = Rule::Between { low: 0.0, high: 1.0 };
 const HUBER_DELTA: Rule = Rule::Positive;
 const TWEEDIE_POWER: Rule = Rule::Between { low: 1.0, high: 2.0 };
 const SCALE_POS_WEIGHT: Rule = Rule::Positive;
+const NDCG_AT: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
 
 /// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
 pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
@@ -257,6 +260,7 @@ pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
         "alpha" => Some("quantile"),
         "huber_delta" => Some("huber"),
         "tweedie_power" => Some("tweedie"),
+        "ndcg_at" => Some("lambdarank"),
         _ => None,
     }
 }
@@ -667,11 +671,17 @@ pub(crate) const KEYS: &[KeySpec] = &[
         name: "loss",
         applies: Applies::Boosting,
         about: "The loss boosting minimizes (docs/algorithms.md, \"Losses\"): squared, quantile, huber, \
-                absolute, poisson, gamma or tweedie (regression), logistic (two classes) or softmax; \
+                absolute, poisson, gamma or tweedie (regression), lambdarank (ranking within the queries of a \
+                group column; the task is then regression unless given), logistic (two classes) or softmax; \
                 unset, squared, logistic or softmax from the task and the classes.",
         accepts: || choices(LOSSES),
         set: |p, k, v| {
-            p.boosting.loss = Some(parse_choice(k, v, LOSSES)?);
+            let loss = parse_choice(k, v, LOSSES)?;
+            // Relevance grades are numbers to rank by, not classes.
+            if loss.is_ranking() && p.task.is_none() {
+                p.task = Some(Task::Regression);
+            }
+            p.boosting.loss = Some(loss);
             Ok(())
         },
         check: any,
@@ -716,6 +726,20 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| TWEEDIE_POWER.number(k, p.boosting.tweedie_power),
         value: |r| r.params.boosting.tweedie_power.to_string(),
         recorded: |p| with_its_loss(p, "tweedie_power"),
+    },
+    KeySpec {
+        name: "ndcg_at",
+        applies: Applies::Boosting,
+        about: "The cut-off k of the NDCG@k that `loss=lambdarank` reports and stops early on \
+                (the gradients weigh every pair whose better row ranks in the top 30, as LightGBM's).",
+        accepts: || NDCG_AT.describe(),
+        set: |p, k, v| {
+            p.boosting.ndcg_at = NDCG_AT.parse_count(k, v)? as u32;
+            Ok(())
+        },
+        check: |p, k| NDCG_AT.count(k, p.boosting.ndcg_at as usize),
+        value: |r| r.params.boosting.ndcg_at.to_string(),
+        recorded: |p| with_its_loss(p, "ndcg_at"),
     },
     KeySpec {
         name: "monotone",

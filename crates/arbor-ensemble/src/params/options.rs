@@ -67,6 +67,20 @@ impl TrainParams {
         Ok(())
     }
 
+    /// The defaults of training given a query column: gradient boosting
+    /// with `loss=lambdarank`, unless the algorithm or the loss were chosen
+    /// (a choice that does not rank is then refused when training starts,
+    /// naming the query column).
+    pub fn rank_by_default(&mut self) {
+        let chosen = |p: &TrainParams, key: &str| p.explicit.iter().any(|k| k == key);
+        if !chosen(self, "algorithm") {
+            self.set("algorithm", "gradient-boosting").expect("a known algorithm");
+        }
+        if !chosen(self, "loss") && self.algorithm.0 == Algorithm::GradientBoosting {
+            self.set("loss", "lambdarank").expect("a known loss");
+        }
+    }
+
     /// Checks the combination of options, once, into the [`CheckedParams`]
     /// training takes; each error names its key. Keys of the other
     /// algorithm, and options this build does not implement yet, are refused
@@ -297,7 +311,22 @@ mod tests {
         assert!(e
             .unwrap_err()
             .to_string()
-            .contains("use squared, quantile, huber, absolute, poisson, gamma or tweedie"));
+            .contains("use squared, quantile, huber, absolute, poisson, gamma, tweedie or lambdarank"));
+        // A ranker reads grades as numbers: regression unless the task is given, with its cut-off.
+        let ranking = gb("loss=lambdarank ndcg_at=5").unwrap();
+        assert_eq!(ranking.task, Some(Task::Regression));
+        let checked = ranking.check().unwrap();
+        assert_eq!(checked.boosting.resolve_loss(Task::Regression, 0).unwrap(), Loss::Lambdarank { ndcg_at: 5 });
+        let e = gb("task=classification loss=lambdarank").unwrap().check().unwrap();
+        let e = e.boosting.resolve_loss(Task::Classification, 5).unwrap_err().to_string();
+        assert!(e.contains("lambdarank does not fit a classification task"), "{e}");
+        for (options, expected) in [
+            ("loss=lambdarank ndcg_at=0", "'ndcg_at': expected an integer"),
+            ("ndcg_at=5", "'ndcg_at': applies to loss=lambdarank only"),
+        ] {
+            let e = gb(options).and_then(|p| p.check().map(|_| ())).unwrap_err().to_string();
+            assert!(e.contains(expected), "{options}: {e}");
+        }
         // Recorded with its loss only.
         let described =
             gb("loss=quantile alpha=0.9").unwrap().describe(Task::Regression, 3, Some(Loss::Quantile { alpha: 0.9 }));

@@ -313,6 +313,12 @@ pub enum Loss {
         /// The variance power, in (1, 2).
         power: f64,
     },
+    /// LambdaMART ranking: NDCG-weighted pairwise gradients within each
+    /// query (labels are relevance grades 0 to 31); the raw score ranks.
+    Lambdarank {
+        /// The cut-off of the NDCG that early stopping and reports measure.
+        ndcg_at: u32,
+    },
 }
 
 // The parameters are checked finite (`alpha`, `huber_delta`,
@@ -332,7 +338,14 @@ impl Loss {
             Loss::Poisson => "poisson",
             Loss::Gamma => "gamma",
             Loss::Tweedie { .. } => "tweedie",
+            Loss::Lambdarank { .. } => "lambdarank",
         }
+    }
+
+    /// Ranking losses: they read a query column, and score rows against
+    /// the other rows of their query.
+    pub fn is_ranking(self) -> bool {
+        matches!(self, Loss::Lambdarank { .. })
     }
 
     /// Classification losses (class probabilities out), as against regression's.
@@ -352,9 +365,10 @@ impl Loss {
     }
 
     /// The name of the metric [`Loss`] values are reported in (progress,
-    /// early stopping, `inspect`).
-    pub fn metric(self) -> &'static str {
-        match self {
+    /// early stopping, `inspect`): lower is better, so a ranking loss
+    /// reports `1 - NDCG@k`.
+    pub fn metric(self) -> String {
+        let name = match self {
             Loss::Squared => "mse",
             Loss::Logistic | Loss::Softmax => "log_loss",
             Loss::Quantile { .. } => "pinball_loss",
@@ -363,7 +377,9 @@ impl Loss {
             Loss::Poisson => "poisson_deviance",
             Loss::Gamma => "gamma_deviance",
             Loss::Tweedie { .. } => "tweedie_deviance",
-        }
+            Loss::Lambdarank { ndcg_at } => return format!("1-ndcg@{ndcg_at}"),
+        };
+        name.to_owned()
     }
 }
 
@@ -391,6 +407,8 @@ pub struct BoostingParams {
     pub huber_delta: f64,
     /// The variance power of `loss=tweedie`.
     pub tweedie_power: f64,
+    /// The NDCG cut-off `loss=lambdarank` measures (early stopping, reports).
+    pub ndcg_at: u32,
     /// Binary classification: the positive (second) class's rows weigh
     /// this many times their weight (XGBoost's `scale_pos_weight`).
     pub scale_pos_weight: f64,
@@ -425,6 +443,7 @@ impl Default for BoostingParams {
             alpha: 0.5,
             huber_delta: 1.0,
             tweedie_power: 1.5,
+            ndcg_at: 10,
             scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
@@ -465,7 +484,9 @@ impl BoostingParams {
                     chosen.name(),
                     task.name(),
                     match task {
-                        Task::Regression => "squared, quantile, huber, absolute, poisson, gamma or tweedie",
+                        Task::Regression => {
+                            "squared, quantile, huber, absolute, poisson, gamma, tweedie or lambdarank"
+                        }
                         Task::Classification if n_classes == 2 => "logistic or softmax",
                         Task::Classification => "softmax",
                     }
@@ -479,6 +500,7 @@ impl BoostingParams {
             Loss::Quantile { .. } => Loss::Quantile { alpha: self.alpha },
             Loss::Huber { .. } => Loss::Huber { delta: self.huber_delta },
             Loss::Tweedie { .. } => Loss::Tweedie { power: self.tweedie_power },
+            Loss::Lambdarank { .. } => Loss::Lambdarank { ndcg_at: self.ndcg_at },
             loss => loss,
         })
     }

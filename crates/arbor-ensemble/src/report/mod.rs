@@ -173,7 +173,7 @@ impl Model {
             run.curve.iter().enumerate().map(|(r, l)| ((r + 1) as f64, of(l))).filter(|p| p.1.is_finite()).collect()
         };
         let series = [("training".to_owned(), line(|l| l.training)), ("validation".to_owned(), line(|l| l.validation))];
-        out.push_str(&svg::lines(&series, "round", metric, svg::Guide::AtX(run.best_round as f64)));
+        out.push_str(&svg::lines(&series, "round", &metric, svg::Guide::AtX(run.best_round as f64)));
         out.push_str("<p class=\"note\">The dashed line marks the round kept; the loss is the one early stopping compares, on all training rows and on the rows held out.</p>\n");
         out
     }

@@ -22,6 +22,7 @@ use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
+use crate::train::ranking::Queries;
 use crate::train::walk_values::WalkValues;
 use crate::{
     Algorithm, ArborError, BoostingParams, CheckedParams, ImportanceKind, Loss, Progress, Result, Voting,
@@ -84,15 +85,23 @@ fn boost(
     let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, &matrix));
     let n = data.n_rows();
     let weight = RowWeights::of(data.weights.as_deref());
-    let target = match &data.target {
-        Target::Classes(labels) => LossTarget::Classes(labels),
-        Target::Values(y) => LossTarget::Values(y),
+    let queries = ranking_queries(data, loss)?;
+    let target = match (&data.target, &queries) {
+        (Target::Classes(labels), _) => LossTarget::Classes(labels),
+        (Target::Values(grades), Some(queries)) => LossTarget::Ranked { grades, queries },
+        (Target::Values(y), None) => LossTarget::Values(y),
     };
-    if let LossTarget::Values(y) = &target {
+    if let Target::Values(y) = &data.target {
         loss.check_labels(&data.label.name, y)?;
     }
 
-    let (mut train_rows, valid_rows) = hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?;
+    let (mut train_rows, valid_rows) = match &queries {
+        // A ranker holds out whole queries.
+        Some(queries) if bp.early_stopping_rounds > 0 => {
+            queries.hold_out(bp.validation_fraction, &mut tree_rng(bp.tree.seed, VALIDATION_STREAM))?
+        }
+        _ => hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?,
+    };
     let n_sampled = ((bp.tree.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let subsample = n_sampled < train_rows.len();
     // Rows outside the trees (held out, not sampled) walk them: on their raw
@@ -185,6 +194,13 @@ fn boost(
             Some(sampled) => Cow::Borrowed(sampled.as_slice()),
             None => training_rows(),
         };
+        // A ranker's derivatives are taken query by query, over every
+        // training row (a sample then grows on its rows' share, as LightGBM's bagging).
+        let lambdas = match (&target, &queries) {
+            (LossTarget::Ranked { grades, .. }, Some(queries)) => Some(queries.lambdas(grades, &raw, &training_rows())),
+            _ => None,
+        };
+        let round_target = lambdas.as_deref().map_or(target, LossTarget::Lambdas);
         if loss == Loss::Softmax {
             proba.par_chunks_mut(outputs).zip(raw.par_chunks(outputs)).for_each(|(p, r)| softmax(r, p));
         }
@@ -196,7 +212,7 @@ fn boost(
         };
         let grow = |output: usize, rng: &mut ChaCha8Rng, buffers: &mut DerivativeBuffers| {
             let rows = round_rows();
-            let derivatives = loss.derivatives(&target, &rows, weight, &raw, &proba, output, outputs);
+            let derivatives = loss.derivatives(&round_target, &rows, weight, &raw, &proba, output, outputs);
             // Row-wise, the packed target carries the counts and the grower
             // reads no weights or counts apart: `counts` is empty then.
             let (kernel_target, rowwise) = match (&row_bins, buffers) {
@@ -305,6 +321,28 @@ fn boost(
         boosting: Some(Boosting { loss, base_score, outputs, early_stopping }),
         cover: covers.map(NodeCover::new),
     })
+}
+
+/// The queries of a ranking loss, from the data's group column: an error
+/// naming what is missing when the loss ranks and no group column was
+/// given, or a group column was given to a loss that does not rank.
+fn ranking_queries(data: &BinnedData, loss: Loss) -> Result<Option<Queries>> {
+    match (loss.is_ranking(), &data.groups) {
+        (true, Some(groups)) => Ok(Some(Queries::new(groups))),
+        (true, None) => Err(ArborError::InvalidOption {
+            key: "loss".into(),
+            message: format!(
+                "{} ranks the rows of each query: name the query column (arbor train --group COL, \
+                 SQL option group=ARG, Python fit(X, y, group=ids))",
+                loss.name()
+            ),
+        }),
+        (false, Some(_)) => Err(ArborError::InvalidOption {
+            key: "group".into(),
+            message: format!("a query column is read by loss=lambdarank only; the loss is {}", loss.name()),
+        }),
+        (false, None) => Ok(None),
+    }
 }
 
 /// The parameters the model records: the options, and for continued

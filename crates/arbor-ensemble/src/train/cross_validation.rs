@@ -35,6 +35,14 @@ pub(crate) fn cross_validate(
     fit: impl Fn(&BinnedData) -> Result<Model>,
 ) -> Result<Vec<Fold>> {
     let n = data.n_rows();
+    if data.groups.is_some() {
+        return Err(ArborError::InvalidOption {
+            key: "folds".into(),
+            message: "cross-validation deals rows into folds, which would cut queries apart; \
+                      a ranker's folds must keep each query whole"
+                .into(),
+        });
+    }
     if folds < 2 || folds > n {
         return Err(ArborError::InvalidOption {
             key: "folds".into(),

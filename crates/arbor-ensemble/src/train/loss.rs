@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use arbor_kernels::RowStats;
 
+use crate::train::ranking::{check_grades, Queries};
 use crate::{ArborError, Loss, Result};
 
 /// Rows per parallel work unit of the per-row passes.
@@ -21,11 +22,18 @@ const EPS: f64 = 1e-15;
 pub(crate) const POISSON_MAX_DELTA_STEP: f64 = 0.7;
 
 /// The training target as the losses read it.
+#[derive(Clone, Copy)]
 pub(crate) enum LossTarget<'a> {
     /// Regression responses.
     Values(&'a [f64]),
     /// Class index per row.
     Classes(&'a [u32]),
+    /// Relevance grades, ranked within queries (`loss=lambdarank`): what
+    /// the base score and the loss value read.
+    Ranked { grades: &'a [f64], queries: &'a Queries },
+    /// A ranking round's derivatives per row, taken query by query
+    /// ([`Queries::lambdas`]): what the round's trees grow on.
+    Lambdas(&'a [[f64; 2]]),
 }
 
 /// The rows' sample weights as the losses read them: given per row, or all
@@ -47,7 +55,7 @@ impl<'a> RowWeights<'a> {
 
     /// Row `r`'s weight.
     #[inline(always)]
-    fn get(self, r: usize) -> f64 {
+    pub(crate) fn get(self, r: usize) -> f64 {
         match self {
             RowWeights::Ones => 1.0,
             RowWeights::Given(w) => w[r],
@@ -147,6 +155,7 @@ impl<'a> Derivatives<'a> {
                     let factor = if outputs > 1 { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
                     (p - y, factor * p * (1.0 - p))
                 }
+                (Loss::Lambdarank { .. }, LossTarget::Lambdas(lambdas)) => (lambdas[r][0], lambdas[r][1]),
                 _ => unreachable!("the loss was resolved for this target"),
             };
             (w * g, w * h.max(MIN_HESSIAN))
@@ -188,6 +197,8 @@ impl Loss {
     ) -> Vec<f64> {
         let total: f64 = rows.iter().map(|&r| weight.get(r as usize)).sum();
         match (self, target) {
+            // Only the order of a query's scores matters: rankers start at 0, as LightGBM's.
+            (_, LossTarget::Ranked { .. } | LossTarget::Lambdas(_)) => vec![0.0],
             (_, LossTarget::Values(y)) if self.refits_leaves() => {
                 vec![weighted_quantile(rows.iter().map(|&r| (y[r as usize], weight.get(r as usize))), self.level())]
             }
@@ -213,12 +224,14 @@ impl Loss {
     }
 
     /// Checks the labels a regression loss reads: counts and claims (Poisson,
-    /// Tweedie) must be `>= 0` with a positive mean, Gamma's labels `> 0`.
+    /// Tweedie) must be `>= 0` with a positive mean, Gamma's labels `> 0`,
+    /// a ranker's grades whole numbers from 0 to 30.
     /// The error names the label column, the loss and the first bad value.
     pub(crate) fn check_labels(self, label: &str, y: &[f64]) -> Result<()> {
         let strict = match self {
             Loss::Poisson | Loss::Tweedie { .. } => false,
             Loss::Gamma => true,
+            Loss::Lambdarank { .. } => return check_grades(label, y),
             _ => return Ok(()),
         };
         check_positive_labels(label, y, &format!("loss={}", self.name()), strict)
@@ -285,6 +298,9 @@ impl Loss {
         raw: &[f64],
         outputs: usize,
     ) -> f64 {
+        if let (Loss::Lambdarank { ndcg_at }, LossTarget::Ranked { grades, queries }) = (self, target) {
+            return queries.ndcg_loss(grades, raw, |r| weight.get(r), rows, ndcg_at as usize);
+        }
         // Partial sums over fixed chunks, added in chunk order: the same
         // value whatever the thread count.
         let partial = |chunk: &[u32]| {
@@ -298,6 +314,7 @@ impl Loss {
                         self.link(&raw[r * outputs..(r + 1) * outputs], &mut p);
                         -p[labels[r] as usize].clamp(EPS, 1.0).ln()
                     }
+                    _ => unreachable!("a ranking loss is measured by query"),
                 };
                 total += weight.get(r) * loss;
                 weight_sum += weight.get(r);

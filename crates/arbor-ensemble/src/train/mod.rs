@@ -23,6 +23,7 @@ pub(crate) mod node_key;
 pub(crate) mod node_rows;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
+pub(crate) mod ranking;
 pub(crate) mod walk_values;
 
 use std::borrow::Cow;
@@ -77,6 +78,13 @@ fn fit_here(
     init: Option<&Model>,
 ) -> Result<Trained> {
     let data = weigh_classes(data, params)?;
+    if data.groups.is_some() && params.algorithm.0 == Algorithm::RandomForest {
+        return Err(crate::ArborError::InvalidOption {
+            key: "group".into(),
+            message: "a query column is read by gradient boosting's loss=lambdarank; a random forest does not rank"
+                .into(),
+        });
+    }
     Ok(match params.algorithm.0 {
         Algorithm::RandomForest if init.is_some() => {
             return Err(crate::ArborError::InvalidOption {

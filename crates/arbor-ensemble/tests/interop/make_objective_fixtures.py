@@ -29,6 +29,7 @@ FEATURES = ["driver_age", "vehicle_age", "vehicle_power", "bonus_malus", "densit
 TRAIN_ROWS = 6000
 TEST_ROWS = 300
 MISSING_SHARE = 0.15
+QUERY_ROWS = 20
 
 
 def frame(name, rows):
@@ -70,15 +71,21 @@ def main():
                      {"objective": "regression_l1"}),
         "huber": (x_claims, quantile_label,
                   {"objective": "reg:pseudohubererror", "huber_slope": 2.0}, {"objective": "huber", "alpha": 2.0}),
+        # Ranking: queries of 20 consecutive policies, graded 0-3 by the quartile of the quantile label.
+        "rank": (x_claims, np.searchsorted(np.quantile(quantile_label, [0.25, 0.5, 0.75]), quantile_label),
+                 {"objective": "rank:ndcg"}, {"objective": "lambdarank"}),
     }
     for stem, (x, y, xgb_params, lgb_params) in cases.items():
+        group = [QUERY_ROWS] * (len(y) // QUERY_ROWS) if stem == "rank" else None
         dtrain = xgb.DMatrix(x, label=y, feature_names=FEATURES)
+        if group is not None:
+            dtrain.set_group(group)
         booster = xgb.train({"seed": 1, "nthread": 1, "max_depth": 4, "eta": 0.3, **xgb_params}, dtrain, 10)
         booster.save_model(HERE / f"xgb_{stem}.json")
         rows[f"xgb_{stem}"] = booster.predict(xgb.DMatrix(x_test, feature_names=FEATURES)).astype(np.float64)
         model = lgb.train({"seed": 1, "num_threads": 1, "verbose": -1, "deterministic": True, "num_leaves": 15,
                            "learning_rate": 0.3, **lgb_params},
-                          lgb.Dataset(x, label=y, feature_name=FEATURES), 10)
+                          lgb.Dataset(x, label=y, feature_name=FEATURES, group=group), 10)
         model.save_model(HERE / f"lgb_{stem}.txt")
         rows[f"lgb_{stem}"] = model.predict(x_test).astype(np.float64)
     pq.write_table(pa.table(rows), HERE / "claims_rows.parquet", compression="zstd")

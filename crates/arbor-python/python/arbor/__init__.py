@@ -2,7 +2,8 @@
 
 scikit-learn estimators over pyarrow, pandas, polars and NumPy data
 (``RandomForestClassifier``, ``RandomForestRegressor``,
-``GradientBoostingClassifier``, ``GradientBoostingRegressor``), ``Model`` for
+``GradientBoostingClassifier``, ``GradientBoostingRegressor``,
+``GradientBoostingRanker``), ``Model`` for
 arbor's model files (the same bytes as the ``arbor`` command line and SQL),
 ``Dataset`` and ``cv`` for rows binned once and fitted many times (a
 Parquet path or pyarrow dataset binned as it is read), and
@@ -14,6 +15,7 @@ from arbor._arbor import OPTION_KEYS, Model, __version__
 from arbor.dataset import Dataset, cv
 from arbor.estimators import (
     GradientBoostingClassifier,
+    GradientBoostingRanker,
     GradientBoostingRegressor,
     RandomForestClassifier,
     RandomForestRegressor,
@@ -24,6 +26,7 @@ __all__ = [
     "OPTION_KEYS",
     "Dataset",
     "GradientBoostingClassifier",
+    "GradientBoostingRanker",
     "GradientBoostingRegressor",
     "Model",
     "RandomForestClassifier",

@@ -84,6 +84,21 @@ def _unique_name(preferred: str | None, fallback: str, taken: set[str]) -> str:
     return name
 
 
+def _query_ids(group, rows: int) -> pa.Array:
+    """A ranker's ``group``: one integer query id per row (XGBoost's ``qid``)."""
+    ids = np.asarray(group)
+    if ids.ndim != 1 or len(ids) != rows:
+        msg = (
+            f"group has shape {ids.shape}; expected one query id per row ({rows},). "
+            "LightGBM's group sizes become ids with np.repeat(np.arange(len(sizes)), sizes)"
+        )
+        raise ValueError(msg)
+    if ids.dtype.kind not in "iu":
+        msg = f"group holds {ids.dtype} values; query ids must be integers"
+        raise ValueError(msg)
+    return pa.array(ids)
+
+
 def _labels_of(X, y):
     """``y``, or the labels of a dataset given without one."""
     if y is None and isinstance(X, Dataset):
@@ -179,8 +194,15 @@ class _ArborEstimator(BaseEstimator):
         ``arbor.Model``, a fitted arbor estimator, a model file's path or its
         bytes): its rounds come first, then ``n_rounds`` more, trained on the
         model's bins, features, classes and loss."""
+        return self._fit(X, y, sample_weight, init_model, group=None)
+
+    def _fit(self, X, y, sample_weight, init_model, group):
+        """``fit``, with a ranker's query ids (``group``) when given."""
         init_model = _init_model(init_model)
         if isinstance(X, Dataset):
+            if group is not None:
+                msg = "an arbor.Dataset carries no query ids: pass the rows as a table with group="
+                raise ValueError(msg)
             if init_model is not None:
                 msg = (
                     "init_model trains on the model's bins, and an arbor.Dataset is binned on its own; "
@@ -209,6 +231,7 @@ class _ArborEstimator(BaseEstimator):
                 raise ValueError(msg)
             weight = pa.array(weight)
         weight_name = _unique_name("weight", "weight", taken | {label_name})
+        group_name = _unique_name("group", "group", taken | {label_name, weight_name})
         self.model_ = _arbor.train(
             data,
             label,
@@ -217,6 +240,8 @@ class _ArborEstimator(BaseEstimator):
             label_name=label_name,
             weight_name=weight_name,
             init_model=init_model,
+            group=None if group is None else _query_ids(group, rows),
+            group_name=group_name,
         )
         self._after_fit(label)
         return self
@@ -438,6 +463,7 @@ class _Boosting(_ArborEstimator):
         alpha=None,
         huber_delta=None,
         tweedie_power=None,
+        ndcg_at=None,
         monotone=None,
         interaction_constraints=None,
         class_weight=None,
@@ -464,6 +490,7 @@ class _Boosting(_ArborEstimator):
         self.alpha = alpha
         self.huber_delta = huber_delta
         self.tweedie_power = tweedie_power
+        self.ndcg_at = ndcg_at
         self.monotone = monotone
         self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight
@@ -532,3 +559,56 @@ class GradientBoostingRegressor(_Regressor, _Boosting):
     (with ``tweedie_power``); the log-link losses predict ``exp`` of the raw
     score, which ``predict_contributions`` explains.
     """
+
+
+class GradientBoostingRanker(_Boosting):
+    """Gradient boosted trees for learning to rank (LambdaMART, ``loss=lambdarank``).
+
+    ``fit(X, y, group=ids)`` takes relevance grades ``y`` (whole numbers 0 to
+    30) and one integer query id per row in ``group`` (XGBoost's ``qid``; a
+    query's rows need not be contiguous); the trees push each query's rows
+    into the order of their grades, weighing pairs by what swapping them
+    would change NDCG by. ``predict`` gives the raw score that ranks rows
+    within a query (higher first); ``score`` the mean NDCG@``ndcg_at`` (10
+    unless set), which early stopping also watches, on whole queries held out.
+    """
+
+    _task = "regression"
+
+    def fit(self, X, y=None, group=None, sample_weight=None, init_model=None):
+        """Trains on ``X`` against grades ``y``, ranked within the queries of ``group``."""
+        if group is None and not isinstance(X, Dataset):
+            msg = "GradientBoostingRanker.fit needs group=: one query id per row"
+            raise ValueError(msg)
+        return self._fit(X, y, sample_weight, init_model, group=group)
+
+    def _options(self, feature_names=()) -> list[tuple[str, str]]:
+        options = super()._options(feature_names)
+        if self.loss is None:
+            options.append(("loss", "lambdarank"))
+        return options
+
+    def _label(self, y) -> pa.Array:
+        values = column_or_1d(np.asarray(y), warn=True)
+        if values.dtype.kind not in "iuf":
+            msg = f"ranking needs numeric relevance grades; got {values.dtype}"
+            raise ValueError(msg)
+        return pa.array(values.astype(np.float64))
+
+    def score(self, X, y, group) -> float:
+        """Mean NDCG@``ndcg_at`` of the queries of ``group`` ranked by ``predict(X)``
+        (gain ``2^y - 1``; a query with nothing relevant counts 1, as LightGBM's)."""
+        scores = self.predict(X)
+        grades = np.asarray(y, dtype=np.float64)
+        ids = np.asarray(group)
+        k = self.ndcg_at or 10
+        total = []
+        for query in np.unique(ids):
+            rows = np.flatnonzero(ids == query)
+            gains = np.exp2(grades[rows]) - 1.0
+            order = np.argsort(-scores[rows], kind="stable")
+            discount = 1.0 / np.log2(np.arange(2, min(k, len(rows)) + 2))
+            ideal = np.sum(np.sort(gains)[::-1][: len(discount)] * discount)
+            dcg = np.sum(gains[order][: len(discount)] * discount)
+            total.append(1.0 if ideal <= 0 else dcg / ideal)
+        return float(np.mean(total))

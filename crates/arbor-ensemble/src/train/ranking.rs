@@ -1,0 +1,363 @@
+//! Learning to rank (`loss=lambdarank`, `docs/algorithms.md`, "Ranking"):
+//! rows grouped into queries by a group column, LambdaMART's NDCG-weighted
+//! pairwise gradients within each query, and the NDCG@k that early
+//! stopping and reports measure.
+//!
+//! The gradients are LightGBM's `lambdarank` (Burges, "From RankNet to
+//! LambdaRank to LambdaMART", 2010): for each pair of rows of a query with
+//! different grades, at least one of them among the first
+//! [`TRUNCATION`] by score, the row graded higher is pulled up and the
+//! other pushed down by `σ |ΔNDCG| ρ`, where `|ΔNDCG|` is what swapping
+//! the two would change the query's NDCG by (divided by `0.01 + |s_i −
+//! s_j|` unless every score of the query is equal) and `ρ = 1 / (1 +
+//! exp(σ (s_i − s_j)))`; the hessian is `σ² |ΔNDCG| ρ (1 − ρ)`, and each
+//! query's derivatives are scaled by `log2(1 + S) / S`, `S` the sum of its
+//! pairs' `2 σ |ΔNDCG| ρ`.
+
+use rand::Rng;
+use rayon::prelude::*;
+
+use crate::data::dataset::dense_ids;
+use crate::{ArborError, Result};
+
+/// Pairs weighed are those with a row among the first this many of its
+/// query by score (LightGBM's `lambdarank_truncation_level`); the gradients'
+/// NDCG is cut off here too.
+pub(crate) const TRUNCATION: usize = 30;
+/// The sigmoid's steepness `σ` (LightGBM's `sigmoid`, XGBoost's fixed 1).
+const SIGMA: f64 = 1.0;
+/// The highest relevance grade: a grade `y` gains `2^y − 1`, and LightGBM's
+/// default `label_gain` stops at grade 30.
+pub(crate) const MAX_GRADE: f64 = 30.0;
+
+/// The training rows grouped by query: each query's rows ascending, and
+/// each row's query. Queries are numbered by their ids' order.
+#[derive(Debug)]
+pub(crate) struct Queries {
+    /// Query `q`'s rows are `rows[starts[q]..starts[q + 1]]`.
+    starts: Vec<usize>,
+    rows: Vec<u32>,
+    /// Each row's query.
+    query_of: Vec<u32>,
+}
+
+impl Queries {
+    /// Groups rows `0..groups.len()` by their query id.
+    pub(crate) fn new(groups: &[i64]) -> Queries {
+        let (query_of, n_queries) = dense_ids(groups);
+        let mut starts = vec![0usize; n_queries + 1];
+        for &q in &query_of {
+            starts[q as usize + 1] += 1;
+        }
+        for q in 0..n_queries {
+            starts[q + 1] += starts[q];
+        }
+        let mut next = starts.clone();
+        let mut rows = vec![0u32; query_of.len()];
+        for (r, &q) in query_of.iter().enumerate() {
+            rows[next[q as usize]] = r as u32;
+            next[q as usize] += 1;
+        }
+        Queries { starts, rows, query_of }
+    }
+
+    /// Number of queries.
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Query `q`'s rows, ascending.
+    fn rows_of(&self, q: usize) -> &[u32] {
+        &self.rows[self.starts[q]..self.starts[q + 1]]
+    }
+
+    /// The queries with a row among `rows`, ascending.
+    fn queries_in(&self, rows: &[u32]) -> Vec<usize> {
+        let mut seen = vec![false; self.len()];
+        rows.iter().for_each(|&r| seen[self.query_of[r as usize] as usize] = true);
+        (0..self.len()).filter(|&q| seen[q]).collect()
+    }
+
+    /// Training and validation rows (each ascending) for early stopping:
+    /// `fraction` of the queries held out whole, drawn from `rng`, so that
+    /// no query is ranked on both sides.
+    pub(crate) fn hold_out(&self, fraction: f64, rng: &mut impl Rng) -> Result<(Vec<u32>, Vec<u32>)> {
+        let n = self.len();
+        let n_valid = (fraction * n as f64).round() as usize;
+        if n_valid == 0 || n_valid >= n {
+            return Err(ArborError::InvalidOption {
+                key: "validation_fraction".into(),
+                message: format!(
+                    "{fraction} of {n} queries leaves no query to validate on or none to train on \
+                     (loss=lambdarank holds out whole queries)"
+                ),
+            });
+        }
+        let mut pool: Vec<usize> = (0..n).collect();
+        for i in 0..n_valid {
+            let j = rng.random_range(i..n);
+            pool.swap(i, j);
+        }
+        let mut held = vec![false; n];
+        pool[..n_valid].iter().for_each(|&q| held[q] = true);
+        let n_rows = self.query_of.len() as u32;
+        let (valid, train): (Vec<u32>, Vec<u32>) = (0..n_rows).partition(|&r| held[self.query_of[r as usize] as usize]);
+        Ok((train, valid))
+    }
+
+    /// Each row's LambdaMART gradient and hessian (unweighted; zero for
+    /// rows outside the queries of `rows`), at raw scores `raw`, for
+    /// relevance grades `grades`. Queries are independent: each is
+    /// computed on its own, so the result does not depend on the threads.
+    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], rows: &[u32]) -> Vec<[f64; 2]> {
+        let queries = self.queries_in(rows);
+        let per_query: Vec<Vec<[f64; 2]>> =
+            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw)).collect();
+        let mut out = vec![[0.0; 2]; raw.len()];
+        for (&q, lambdas) in queries.iter().zip(per_query) {
+            for (&r, l) in self.rows_of(q).iter().zip(lambdas) {
+                out[r as usize] = l;
+            }
+        }
+        out
+    }
+
+    /// One minus the mean NDCG@`k` of the queries of `rows` at raw scores
+    /// `raw` (lower is better, as the other losses), each query weighing
+    /// its rows' mean `weight`. A query with nothing relevant counts as
+    /// ranked perfectly (NDCG 1), as LightGBM and XGBoost count it.
+    pub(crate) fn ndcg_loss(
+        &self,
+        grades: &[f64],
+        raw: &[f64],
+        weight: impl Fn(usize) -> f64 + Sync,
+        rows: &[u32],
+        k: usize,
+    ) -> f64 {
+        let queries = self.queries_in(rows);
+        let scored: Vec<(f64, f64)> = queries
+            .par_iter()
+            .map(|&q| {
+                let rows = self.rows_of(q);
+                let w = rows.iter().map(|&r| weight(r as usize)).sum::<f64>() / rows.len() as f64;
+                (w, ndcg(rows, grades, raw, k))
+            })
+            .collect();
+        let (total, weight_sum) = scored.iter().fold((0.0, 0.0), |(t, s), &(w, n)| (t + w * n, s + w));
+        if weight_sum > 0.0 {
+            1.0 - total / weight_sum
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A grade's gain, `2^y − 1`.
+#[inline]
+fn gain(grade: f64) -> f64 {
+    grade.exp2() - 1.0
+}
+
+/// The discount of 0-based rank `i`, `1 / log2(i + 2)`.
+#[inline]
+fn discount(i: usize) -> f64 {
+    1.0 / ((i + 2) as f64).log2()
+}
+
+/// `rows` ordered by score, highest first; ties keep row order.
+fn by_score(rows: &[u32], raw: &[f64]) -> Vec<u32> {
+    let mut sorted = rows.to_vec();
+    sorted.sort_by(|&a, &b| raw[b as usize].total_cmp(&raw[a as usize]));
+    sorted
+}
+
+/// The best DCG@`k` the grades of `rows` allow.
+fn ideal_dcg(rows: &[u32], grades: &[f64], k: usize) -> f64 {
+    let mut g: Vec<f64> = rows.iter().map(|&r| grades[r as usize]).collect();
+    g.sort_by(|a, b| b.total_cmp(a));
+    g.iter().take(k).enumerate().map(|(i, &y)| gain(y) * discount(i)).sum()
+}
+
+/// NDCG@`k` of one query's rows ranked by `raw` (1 when nothing is relevant).
+pub(crate) fn ndcg(rows: &[u32], grades: &[f64], raw: &[f64], k: usize) -> f64 {
+    let ideal = ideal_dcg(rows, grades, k);
+    if ideal <= 0.0 {
+        return 1.0;
+    }
+    let dcg: f64 =
+        by_score(rows, raw).iter().take(k).enumerate().map(|(i, &r)| gain(grades[r as usize]) * discount(i)).sum();
+    dcg / ideal
+}
+
+/// One query's LambdaMART derivatives (see the module's documentation),
+/// in the order of `rows`.
+fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64]) -> Vec<[f64; 2]> {
+    let n = rows.len();
+    let mut out = vec![[0.0; 2]; n];
+    let ideal = ideal_dcg(rows, grades, TRUNCATION);
+    if n < 2 || ideal <= 0.0 {
+        return out;
+    }
+    let inverse_ideal = 1.0 / ideal;
+    // Positions in `rows`, by score.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| raw[rows[b] as usize].total_cmp(&raw[rows[a] as usize]));
+    let score = |i: usize| raw[rows[order[i]] as usize];
+    let grade = |i: usize| grades[rows[order[i]] as usize];
+    let all_equal = score(0) == score(n - 1);
+    // Each rank's discount, once per query rather than once per pair.
+    let discounts: Vec<f64> = (0..n).map(discount).collect();
+    let mut sum_lambdas = 0.0;
+    for i in 0..(n - 1).min(TRUNCATION) {
+        for j in i + 1..n {
+            if grade(i) == grade(j) {
+                continue;
+            }
+            let (high, low) = if grade(i) > grade(j) { (i, j) } else { (j, i) };
+            let delta_score = score(high) - score(low);
+            let mut delta_ndcg =
+                (gain(grade(high)) - gain(grade(low))) * (discounts[high] - discounts[low]).abs() * inverse_ideal;
+            if !all_equal {
+                delta_ndcg /= 0.01 + delta_score.abs();
+            }
+            let rho = 1.0 / (1.0 + (SIGMA * delta_score).exp());
+            let lambda = SIGMA * delta_ndcg * rho;
+            let hessian = SIGMA * SIGMA * delta_ndcg * rho * (1.0 - rho);
+            out[order[high]][0] -= lambda;
+            out[order[high]][1] += hessian;
+            out[order[low]][0] += lambda;
+            out[order[low]][1] += hessian;
+            sum_lambdas += 2.0 * lambda;
+        }
+    }
+    if sum_lambdas > 0.0 {
+        let factor = (1.0 + sum_lambdas).log2() / sum_lambdas;
+        out.iter_mut().for_each(|l| {
+            l[0] *= factor;
+            l[1] *= factor;
+        });
+    }
+    out
+}
+
+/// An error unless every grade is a whole number from 0 to [`MAX_GRADE`],
+/// naming the label column and the first grade refused.
+pub(crate) fn check_grades(label: &str, y: &[f64]) -> Result<()> {
+    match y.iter().find(|&&v| !(0.0..=MAX_GRADE).contains(&v) || v.fract() != 0.0) {
+        Some(bad) => Err(ArborError::Data(format!(
+            "label '{label}': loss=lambdarank needs relevance grades, whole numbers from 0 to {MAX_GRADE}; found {bad}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Queries group their rows whatever order the ids come in.
+    #[test]
+    fn queries_group_rows_by_id() {
+        let q = Queries::new(&[7, -2, 7, 3, -2, 7]);
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.rows_of(0), &[1, 4]);
+        assert_eq!(q.rows_of(1), &[3]);
+        assert_eq!(q.rows_of(2), &[0, 2, 5]);
+        assert_eq!(q.queries_in(&[2, 3]), vec![1, 2]);
+    }
+
+    /// NDCG of a perfect and of a reversed ranking, against sums written out.
+    #[test]
+    fn ndcg_is_dcg_over_the_ideal() {
+        let grades = [0.0, 1.0, 3.0];
+        let rows = [0, 1, 2];
+        assert_eq!(ndcg(&rows, &grades, &[0.0, 1.0, 2.0], 10), 1.0);
+        let got = ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 10);
+        // Reversed: grade 0 first (gain 0), grade 1 second, grade 3 third.
+        let expected = (1.0 / 3f64.log2() + 7.0 / 4f64.log2()) / (7.0 + 1.0 / 3f64.log2());
+        assert!((got - expected).abs() < 1e-15, "{got} vs {expected}");
+        assert_eq!(ndcg(&rows, &[0.0; 3], &[2.0, 1.0, 0.0], 10), 1.0);
+        // Cut at 1: only the top row counts.
+        assert_eq!(ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 1), 0.0);
+    }
+
+    /// The gradients are those of the pairwise surrogate `Σ |ΔNDCG| log(1 +
+    /// exp(−σ (s_high − s_low)))` with `|ΔNDCG|` held at its current value:
+    /// checked against finite differences of that sum, before the query's
+    /// normalisation (undone here).
+    #[test]
+    fn lambdas_are_the_pairwise_surrogate_gradients() {
+        let grades = [2.0, 0.0, 1.0, 3.0, 1.0];
+        let raw = [0.3, -0.2, 0.9, 0.1, -1.4];
+        let rows = [0u32, 1, 2, 3, 4];
+        let lambdas = query_lambdas(&rows, &grades, &raw);
+        // The weight of each pair at the current scores, and the surrogate.
+        let order = by_score(&rows, &raw);
+        let rank = |r: usize| order.iter().position(|&o| o as usize == r).unwrap();
+        let ideal = ideal_dcg(&rows, &grades, TRUNCATION);
+        let mut pairs = Vec::new();
+        for a in 0..5 {
+            for b in 0..5 {
+                if grades[a] > grades[b] {
+                    let w = (gain(grades[a]) - gain(grades[b])) * (discount(rank(a)) - discount(rank(b))).abs()
+                        / ideal
+                        / (0.01 + (raw[a] - raw[b]).abs());
+                    pairs.push((a, b, w));
+                }
+            }
+        }
+        let surrogate =
+            |s: &[f64]| -> f64 { pairs.iter().map(|&(a, b, w)| w * (1.0 + (-SIGMA * (s[a] - s[b])).exp()).ln()).sum() };
+        let sum: f64 = pairs.iter().map(|&(a, b, w)| 2.0 * SIGMA * w / (1.0 + (SIGMA * (raw[a] - raw[b])).exp())).sum();
+        let factor = (1.0 + sum).log2() / sum;
+        for r in 0..5 {
+            let eps = 1e-6;
+            let mut up = raw.to_vec();
+            up[r] += eps;
+            let mut down = raw.to_vec();
+            down[r] -= eps;
+            let numeric = (surrogate(&up) - surrogate(&down)) / (2.0 * eps);
+            assert!(
+                (lambdas[r][0] / factor - numeric).abs() < 1e-6,
+                "row {r}: {} vs {numeric}",
+                lambdas[r][0] / factor
+            );
+            assert!(lambdas[r][1] > 0.0);
+        }
+        // Gradients of a query sum to zero: each pair pushes one row as far as it pulls the other.
+        assert!(lambdas.iter().map(|l| l[0]).sum::<f64>().abs() < 1e-12);
+    }
+
+    /// A query whose grades are all equal, or of one row, has no pairs.
+    #[test]
+    fn queries_without_pairs_have_no_gradient() {
+        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1]), vec![[0.0; 2]; 2]);
+        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5]), vec![[0.0; 2]]);
+    }
+
+    /// Whole queries are held out, and the split is the same each time.
+    #[test]
+    fn hold_out_keeps_queries_whole() {
+        let groups: Vec<i64> = (0..200).map(|r| (r * 37 % 20) as i64).collect();
+        let q = Queries::new(&groups);
+        let rng = || <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(7);
+        let (train, valid) = q.hold_out(0.2, &mut rng()).unwrap();
+        assert_eq!(train.len() + valid.len(), 200);
+        let valid_queries = q.queries_in(&valid);
+        assert_eq!(valid_queries.len(), 4);
+        assert!(train.iter().all(|&r| !valid_queries.contains(&(q.query_of[r as usize] as usize))));
+        assert_eq!(q.hold_out(0.2, &mut rng()).unwrap(), (train, valid));
+        let err = q.hold_out(0.01, &mut rng()).unwrap_err().to_string();
+        assert!(err.contains("validation_fraction") && err.contains("20 queries"), "{err}");
+    }
+
+    /// Grades outside 0..=30 or with a fraction are refused by name.
+    #[test]
+    fn grades_are_whole_and_bounded() {
+        assert!(check_grades("rel", &[0.0, 4.0, 30.0]).is_ok());
+        for bad in [-1.0, 31.0, 1.5, f64::NAN] {
+            let err = check_grades("rel", &[0.0, bad]).unwrap_err().to_string();
+            assert!(err.contains("label 'rel'") && err.contains("lambdarank"), "{err}");
+        }
+    }
+}
