@@ -157,31 +157,40 @@ fn trainer(rows: &BinnedRows, options: &[(String, String)]) -> PyResult<Trainer<
 }
 
 /// Bins the rows `open()` streams (called once a pass, twice in all), with
-/// `label` (and `weight`, `features`) and the binning options among
-/// `options` (`max_bins`, `min_bin_size`, `split_method`, `task`).
+/// `label` (and `weight`, `group`, `features`) and the binning options among
+/// `options` (`max_bins`, `min_bin_size`, `split_method`, `task`). With a
+/// group column (query ids, for ranking) the task is regression unless given.
 #[pyfunction]
-#[pyo3(signature = (open, *, label, options, weight=None, features=None))]
+#[pyo3(signature = (open, *, label, options, weight=None, features=None, group=None))]
 pub fn bin_rows(
     py: Python<'_>,
     open: Py<PyAny>,
     label: String,
-    options: Vec<(String, String)>,
+    mut options: Vec<(String, String)>,
     weight: Option<String>,
     features: Option<Vec<String>>,
+    group: Option<String>,
 ) -> PyResult<BinnedRows> {
+    if group.is_some() && options.iter().all(|(key, _)| key != "task") {
+        // Relevance grades are numbers to rank by, not classes.
+        options.push(("task".into(), "regression".into()));
+    }
     let mut params = TrainParams::default();
     for (key, value) in &options {
         params.set(key, value).map_err(value_error)?;
     }
     let schema = PythonSource::stream(&open)?.schema();
     let source = PythonSource { open, schema };
-    let roles = ColumnRoles { label, features, weight, group: None };
+    let roles = ColumnRoles { label, features, weight, group };
     let mut trainer = Trainer::new(params).label(roles.label.clone());
     if let Some(features) = roles.features {
         trainer = trainer.features(features);
     }
     if let Some(weight) = roles.weight {
         trainer = trainer.weight(weight);
+    }
+    if let Some(group) = roles.group {
+        trainer = trainer.group(group);
     }
     let binned = py.detach(|| trainer.bin(&source)).map_err(value_error)?;
     Ok(BinnedRows { inner: Arc::new(binned), options, binning: BINNINGS.fetch_add(1, Ordering::Relaxed) })

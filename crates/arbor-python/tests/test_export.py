@@ -163,6 +163,27 @@ def test_every_loss_exports_with_its_link(tmp_path, name, loss):
     np.testing.assert_allclose(onnx, reference, rtol=1e-5)
 
 
+def test_a_ranker_exports_as_rank_ndcg_and_lambdarank(tmp_path):
+    table = read("rank_train")
+    model = _arbor.train(
+        table.drop_columns(["label", "query"]),
+        table.column("label").combine_chunks(),
+        options=BOOSTING,
+        group=table.column("query").combine_chunks(),
+    )
+    test = read("rank_test").drop_columns(["label", "query"])
+    reference = arbor_outputs(model, test)
+    booster = xgboost_booster(model, tmp_path / "model.json")
+    assert json.loads(booster.save_config())["learner"]["objective"]["name"] == "rank:ndcg"
+    np.testing.assert_allclose(booster.predict(xgboost_matrix(model, test)), reference, rtol=1e-5, atol=1e-5)
+    model.export(tmp_path / "model.txt", format="lightgbm-text")
+    ranker = lgb.Booster(model_file=str(tmp_path / "model.txt"))
+    assert ranker.params["objective"] == "lambdarank"
+    np.testing.assert_allclose(ranker.predict(exported_matrix(model, test)), reference, rtol=1e-12)
+    onnx = onnx_outputs(model, test, tmp_path / "model.onnx")["prediction"][:, 0]
+    np.testing.assert_allclose(onnx, reference, rtol=1e-5, atol=1e-5)
+
+
 def test_unweighted_votes_export_as_vote_shares(tmp_path):
     model, test = train("flights_cls", FOREST + [("voting", "unweighted")], 20_000)
     reference = arbor_outputs(model, test)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import arbor
-from conftest import read
+from conftest import DATA, read
 
 OPTIONS = dict(n_rounds=20, learning_rate=0.1)
 
@@ -76,3 +76,19 @@ def test_bad_queries_are_clear_errors(rank):
     grades[3] = 2.5
     with pytest.raises(ValueError, match="relevance grades.*2.5"):
         arbor.GradientBoostingRanker(**OPTIONS).fit(X, grades, group=query)
+
+
+def test_a_dataset_binned_with_its_queries_fits_a_ranker(rank):
+    train, test = rank
+    dataset = arbor.Dataset(str(DATA / "rank_train.parquet"), label="label", group="query")
+    assert dataset.shape == (3005, 300), "the query column is no feature"
+    ranker = arbor.GradientBoostingRanker(**OPTIONS).fit(dataset)
+    X, y, query = parts(train)
+    from_table = arbor.GradientBoostingRanker(**OPTIONS).fit(X, y, group=query)
+    Xt = parts(test)[0]
+    np.testing.assert_array_equal(ranker.predict(Xt), from_table.predict(Xt))
+    with pytest.raises(ValueError, match="carries its query ids"):
+        arbor.GradientBoostingRanker(**OPTIONS).fit(dataset, group=query)
+    # Folds of rows would cut queries apart.
+    with pytest.raises(ValueError, match="keep each query whole"):
+        arbor.cv({"algorithm": "gradient-boosting", "loss": "lambdarank", "n_rounds": 5}, dataset)

@@ -46,8 +46,9 @@ def _opener(source, columns: list[str] | None):
 class Dataset:
     """Training rows binned once: a Parquet file or directory, a pyarrow
     dataset or table, or a pandas or polars data frame, with the column
-    ``label`` as the label (``weight``: sample weights; ``features``: the
-    feature columns, by default every other column).
+    ``label`` as the label (``weight``: sample weights; ``group``: query ids
+    for ``GradientBoostingRanker``, which makes the task regression unless
+    given; ``features``: the feature columns, by default every other column).
 
     ``task`` (default: from the label's type), ``max_bins``, ``min_bin_size``
     and ``split_method`` decide the bins; an estimator fitted on the dataset
@@ -72,18 +73,19 @@ class Dataset:
         label: str,
         *,
         weight: str | None = None,
+        group: str | None = None,
         features: list[str] | None = None,
         task: str | None = None,
         max_bins: int = 256,
         min_bin_size: int = 5,
         split_method: str = "hist",
     ):
-        columns = None if features is None else [label, *([weight] if weight else []), *features]
+        columns = None if features is None else [label, *(c for c in (weight, group) if c), *features]
         options = [("max_bins", str(max_bins)), ("min_bin_size", str(min_bin_size)), ("split_method", split_method)]
         if task is not None:
             options.append(("task", task))
         self._rows = _arbor.bin_rows(
-            _opener(source, columns), label=label, options=options, weight=weight, features=features
+            _opener(source, columns), label=label, options=options, weight=weight, features=features, group=group
         )
         Dataset.binnings += 1
         self.label = label

@@ -201,7 +201,7 @@ class _ArborEstimator(BaseEstimator):
         init_model = _init_model(init_model)
         if isinstance(X, Dataset):
             if group is not None:
-                msg = "an arbor.Dataset carries no query ids: pass the rows as a table with group="
+                msg = "an arbor.Dataset carries its query ids (Dataset(..., group=column)): fit(dataset) takes no group"
                 raise ValueError(msg)
             if init_model is not None:
                 msg = (
@@ -576,7 +576,9 @@ class GradientBoostingRanker(_Boosting):
     _task = "regression"
 
     def fit(self, X, y=None, group=None, sample_weight=None, init_model=None):
-        """Trains on ``X`` against grades ``y``, ranked within the queries of ``group``."""
+        """Trains on ``X`` against grades ``y``, ranked within the queries of
+        ``group``; or on an ``arbor.Dataset`` binned with ``group=``, which
+        carries its grades and queries."""
         if group is None and not isinstance(X, Dataset):
             msg = "GradientBoostingRanker.fit needs group=: one query id per row"
             raise ValueError(msg)
