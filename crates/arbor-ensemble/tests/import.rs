@@ -191,8 +191,8 @@ fn regression_objectives_import_with_their_losses() {
         (lightgbm("lgb_absolute.txt"), "lgb_absolute", Loss::Absolute),
         (lightgbm("lgb_huber.txt"), "lgb_huber", Loss::Huber { delta: 2.0 }),
         // Rankers: the score is the raw margin.
-        (xgboost("xgb_rank.json"), "xgb_rank", Loss::Lambdarank { ndcg_at: 10 }),
-        (lightgbm("lgb_rank.txt"), "lgb_rank", Loss::Lambdarank { ndcg_at: 10 }),
+        (xgboost("xgb_rank.json"), "xgb_rank", Loss::LAMBDARANK),
+        (lightgbm("lgb_rank.txt"), "lgb_rank", Loss::LAMBDARANK),
     ];
     for (model, expected, loss) in cases {
         let boosting = model.boosting().expect("a boosted model");

@@ -100,13 +100,27 @@ fn message(result: arbor_ensemble::Result<Model>) -> String {
 fn lambdarank_ranks_the_letor_sample_as_the_peers_do() {
     let model = fit(&read("rank_train.parquet"), "").unwrap();
     let boosting = model.boosting().unwrap();
-    assert_eq!(boosting.loss, Loss::Lambdarank { ndcg_at: 10 });
+    assert_eq!(boosting.loss, Loss::LAMBDARANK);
     assert_eq!(model.task(), arbor_ensemble::Task::Regression);
     let test = read("rank_test.parquet");
     let score = ndcg(&model, &test, 10);
     assert!(score >= 0.72, "NDCG@10 {score}");
     // The query column is no feature.
     assert!(model.features().iter().all(|f| f.name != "query"));
+}
+
+/// `lambdarank_truncation_level` cuts the pairs: at or past the longest
+/// query (27 rows here) it changes nothing, below it the trees change.
+#[test]
+fn the_truncation_level_cuts_the_pairs() {
+    let train = read("rank_train.parquet");
+    let test = read("rank_test.parquet");
+    let scores = |options: &str| fit(&train, options).unwrap().score(&test).unwrap().values().to_vec();
+    let every_pair = scores("n_rounds=10");
+    assert_eq!(scores("n_rounds=10 lambdarank_truncation_level=27"), every_pair);
+    assert_ne!(scores("n_rounds=10 lambdarank_truncation_level=3"), every_pair);
+    let model = fit(&train, "n_rounds=2 lambdarank_truncation_level=3").unwrap();
+    assert_eq!(model.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 3 });
 }
 
 /// Rows of a query need not be contiguous: the rows shuffled across

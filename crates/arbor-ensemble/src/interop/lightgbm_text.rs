@@ -204,7 +204,7 @@ fn objective(line: &str, num_class: usize, tail: &[&str]) -> Result<Objective> {
         "poisson" => regression(Loss::Poisson),
         "gamma" => regression(Loss::Gamma),
         // A ranker's score is its raw sum; the cut-off is arbor's default.
-        "lambdarank" | "rank_xendcg" => regression(Loss::Lambdarank { ndcg_at: 10 }),
+        "lambdarank" | "rank_xendcg" => regression(Loss::LAMBDARANK),
         "tweedie" => {
             regression(Loss::Tweedie { power: parameter("tweedie_variance_power", 1.5, |p| p > 1.0 && p < 2.0)? })
         }

@@ -251,7 +251,7 @@ fn objective(
         }
         "count:poisson" => regression(Loss::Poisson),
         // A ranker's score is its margin; the cut-off is arbor's default.
-        "rank:ndcg" | "rank:pairwise" | "rank:map" => regression(Loss::Lambdarank { ndcg_at: 10 }),
+        "rank:ndcg" | "rank:pairwise" | "rank:map" => regression(Loss::LAMBDARANK),
         "reg:gamma" => regression(Loss::Gamma),
         "reg:tweedie" => {
             let power = parameter("tweedie_regression_param", "tweedie_variance_power", 1.5, |p| p > 1.0 && p < 2.0)?;

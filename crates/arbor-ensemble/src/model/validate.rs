@@ -68,7 +68,8 @@ impl Model {
                 Loss::Quantile { alpha } => (!(alpha > 0.0 && alpha < 1.0)).then_some(("alpha", alpha)),
                 Loss::Huber { delta } => (!(delta > 0.0 && delta.is_finite())).then_some(("huber_delta", delta)),
                 Loss::Tweedie { power } => (!(power > 1.0 && power < 2.0)).then_some(("tweedie_power", power)),
-                Loss::Lambdarank { ndcg_at: 0 } => Some(("ndcg_at", 0.0)),
+                Loss::Lambdarank { ndcg_at: 0, .. } => Some(("ndcg_at", 0.0)),
+                Loss::Lambdarank { truncation: 0, .. } => Some(("lambdarank_truncation_level", 0.0)),
                 _ => None,
             };
             if let Some((key, value)) = parameter {

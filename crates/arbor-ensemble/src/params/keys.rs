@@ -122,6 +122,7 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "huber_delta",
     "tweedie_power",
     "ndcg_at",
+    "lambdarank_truncation_level",
     "monotone",
     "interaction_constraints",
     "class_weight",
@@ -230,7 +231,7 @@ const LOSSES: &[(&str, Loss)] = &[
     ("poisson", Loss::Poisson),
     ("gamma", Loss::Gamma),
     ("tweedie", Loss::Tweedie { power: 1.5 }),
-    ("lambdarank", Loss::Lambdarank { ndcg_at: 10 }),
+    ("lambdarank", Loss::LAMBDARANK),
 ];
 
 const SAMPLE_FRACTION: Rule = Rule::Fraction { low_open: true, high: 1.0 };
@@ -253,6 +254,7 @@ const HUBER_DELTA: Rule = Rule::Positive;
 const TWEEDIE_POWER: Rule = Rule::Between { low: 1.0, high: 2.0 };
 const SCALE_POS_WEIGHT: Rule = Rule::Positive;
 const NDCG_AT: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
+const TRUNCATION: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
 
 /// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
 pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
@@ -260,7 +262,7 @@ pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
         "alpha" => Some("quantile"),
         "huber_delta" => Some("huber"),
         "tweedie_power" => Some("tweedie"),
-        "ndcg_at" => Some("lambdarank"),
+        "ndcg_at" | "lambdarank_truncation_level" => Some("lambdarank"),
         _ => None,
     }
 }
@@ -731,7 +733,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
         name: "ndcg_at",
         applies: Applies::Boosting,
         about: "The cut-off k of the NDCG@k that `loss=lambdarank` reports and stops early on \
-                (the gradients weigh every pair whose better row ranks in the top 30, as LightGBM's).",
+                (the gradients' pairs are cut at `lambdarank_truncation_level`).",
         accepts: || NDCG_AT.describe(),
         set: |p, k, v| {
             p.boosting.ndcg_at = NDCG_AT.parse_count(k, v)? as u32;
@@ -740,6 +742,20 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| NDCG_AT.count(k, p.boosting.ndcg_at as usize),
         value: |r| r.params.boosting.ndcg_at.to_string(),
         recorded: |p| with_its_loss(p, "ndcg_at"),
+    },
+    KeySpec {
+        name: "lambdarank_truncation_level",
+        applies: Applies::Boosting,
+        about: "`loss=lambdarank` weighs the pairs of a query's rows of which one is among its first this many \
+                by score, and cuts the gradients' NDCG there (LightGBM's key and default).",
+        accepts: || TRUNCATION.describe(),
+        set: |p, k, v| {
+            p.boosting.lambdarank_truncation_level = TRUNCATION.parse_count(k, v)? as u32;
+            Ok(())
+        },
+        check: |p, k| TRUNCATION.count(k, p.boosting.lambdarank_truncation_level as usize),
+        value: |r| r.params.boosting.lambdarank_truncation_level.to_string(),
+        recorded: |p| with_its_loss(p, "lambdarank_truncation_level"),
     },
     KeySpec {
         name: "monotone",

@@ -316,13 +316,20 @@ mod tests {
         let ranking = gb("loss=lambdarank ndcg_at=5").unwrap();
         assert_eq!(ranking.task, Some(Task::Regression));
         let checked = ranking.check().unwrap();
-        assert_eq!(checked.boosting.resolve_loss(Task::Regression, 0).unwrap(), Loss::Lambdarank { ndcg_at: 5 });
+        assert_eq!(
+            checked.boosting.resolve_loss(Task::Regression, 0).unwrap(),
+            Loss::Lambdarank { ndcg_at: 5, truncation: 30 }
+        );
+        let deep = gb("loss=lambdarank lambdarank_truncation_level=100").unwrap().check().unwrap();
+        let deep = deep.boosting.resolve_loss(Task::Regression, 0).unwrap();
+        assert_eq!(deep, Loss::Lambdarank { ndcg_at: 10, truncation: 100 });
         let e = gb("task=classification loss=lambdarank").unwrap().check().unwrap();
         let e = e.boosting.resolve_loss(Task::Classification, 5).unwrap_err().to_string();
         assert!(e.contains("lambdarank does not fit a classification task"), "{e}");
         for (options, expected) in [
             ("loss=lambdarank ndcg_at=0", "'ndcg_at': expected an integer"),
             ("ndcg_at=5", "'ndcg_at': applies to loss=lambdarank only"),
+            ("loss=lambdarank lambdarank_truncation_level=0", "'lambdarank_truncation_level': expected an integer"),
         ] {
             let e = gb(options).and_then(|p| p.check().map(|_| ())).unwrap_err().to_string();
             assert!(e.contains(expected), "{options}: {e}");

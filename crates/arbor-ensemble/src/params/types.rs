@@ -318,6 +318,9 @@ pub enum Loss {
     Lambdarank {
         /// The cut-off of the NDCG that early stopping and reports measure.
         ndcg_at: u32,
+        /// Pairs weighed: those with a row among the first `truncation` of
+        /// its query by score (LightGBM's `lambdarank_truncation_level`).
+        truncation: u32,
     },
 }
 
@@ -348,6 +351,9 @@ impl Loss {
         matches!(self, Loss::Lambdarank { .. })
     }
 
+    /// `loss=lambdarank` with its defaults: NDCG@10, pairs of the first 30 ranks.
+    pub const LAMBDARANK: Loss = Loss::Lambdarank { ndcg_at: 10, truncation: 30 };
+
     /// Classification losses (class probabilities out), as against regression's.
     pub fn is_classification(self) -> bool {
         matches!(self, Loss::Logistic | Loss::Softmax)
@@ -377,7 +383,7 @@ impl Loss {
             Loss::Poisson => "poisson_deviance",
             Loss::Gamma => "gamma_deviance",
             Loss::Tweedie { .. } => "tweedie_deviance",
-            Loss::Lambdarank { ndcg_at } => return format!("1-ndcg@{ndcg_at}"),
+            Loss::Lambdarank { ndcg_at, .. } => return format!("1-ndcg@{ndcg_at}"),
         };
         name.to_owned()
     }
@@ -409,6 +415,8 @@ pub struct BoostingParams {
     pub tweedie_power: f64,
     /// The NDCG cut-off `loss=lambdarank` measures (early stopping, reports).
     pub ndcg_at: u32,
+    /// The ranks whose pairs `loss=lambdarank` weighs (LightGBM's name).
+    pub lambdarank_truncation_level: u32,
     /// Binary classification: the positive (second) class's rows weigh
     /// this many times their weight (XGBoost's `scale_pos_weight`).
     pub scale_pos_weight: f64,
@@ -444,6 +452,7 @@ impl Default for BoostingParams {
             huber_delta: 1.0,
             tweedie_power: 1.5,
             ndcg_at: 10,
+            lambdarank_truncation_level: 30,
             scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
@@ -500,7 +509,9 @@ impl BoostingParams {
             Loss::Quantile { .. } => Loss::Quantile { alpha: self.alpha },
             Loss::Huber { .. } => Loss::Huber { delta: self.huber_delta },
             Loss::Tweedie { .. } => Loss::Tweedie { power: self.tweedie_power },
-            Loss::Lambdarank { .. } => Loss::Lambdarank { ndcg_at: self.ndcg_at },
+            Loss::Lambdarank { .. } => {
+                Loss::Lambdarank { ndcg_at: self.ndcg_at, truncation: self.lambdarank_truncation_level }
+            }
             loss => loss,
         })
     }

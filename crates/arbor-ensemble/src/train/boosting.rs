@@ -196,8 +196,10 @@ fn boost(
         };
         // A ranker's derivatives are taken query by query, over every
         // training row (a sample then grows on its rows' share, as LightGBM's bagging).
-        let lambdas = match (&target, &queries) {
-            (LossTarget::Ranked { grades, .. }, Some(queries)) => Some(queries.lambdas(grades, &raw, &training_rows())),
+        let lambdas = match (&target, &queries, loss) {
+            (LossTarget::Ranked { grades, .. }, Some(queries), Loss::Lambdarank { truncation, .. }) => {
+                Some(queries.lambdas(grades, &raw, &training_rows(), truncation as usize))
+            }
             _ => None,
         };
         let round_target = lambdas.as_deref().map_or(target, LossTarget::Lambdas);

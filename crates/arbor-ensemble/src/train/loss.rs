@@ -298,7 +298,7 @@ impl Loss {
         raw: &[f64],
         outputs: usize,
     ) -> f64 {
-        if let (Loss::Lambdarank { ndcg_at }, LossTarget::Ranked { grades, queries }) = (self, target) {
+        if let (Loss::Lambdarank { ndcg_at, .. }, LossTarget::Ranked { grades, queries }) = (self, target) {
             return queries.ndcg_loss(grades, raw, |r| weight.get(r), rows, ndcg_at as usize);
         }
         // Partial sums over fixed chunks, added in chunk order: the same

@@ -6,7 +6,7 @@
 //! The gradients are LightGBM's `lambdarank` (Burges, "From RankNet to
 //! LambdaRank to LambdaMART", 2010): for each pair of rows of a query with
 //! different grades, at least one of them among the first
-//! [`TRUNCATION`] by score, the row graded higher is pulled up and the
+//! `lambdarank_truncation_level` (30) by score, the row graded higher is pulled up and the
 //! other pushed down by `σ |ΔNDCG| ρ`, where `|ΔNDCG|` is what swapping
 //! the two would change the query's NDCG by (divided by `0.01 + |s_i −
 //! s_j|` unless every score of the query is equal) and `ρ = 1 / (1 +
@@ -20,10 +20,6 @@ use rayon::prelude::*;
 use crate::data::dataset::dense_ids;
 use crate::{ArborError, Result};
 
-/// Pairs weighed are those with a row among the first this many of its
-/// query by score (LightGBM's `lambdarank_truncation_level`); the gradients'
-/// NDCG is cut off here too.
-pub(crate) const TRUNCATION: usize = 30;
 /// The sigmoid's steepness `σ` (LightGBM's `sigmoid`, XGBoost's fixed 1).
 const SIGMA: f64 = 1.0;
 /// The highest relevance grade: a grade `y` gains `2^y − 1`, and LightGBM's
@@ -107,12 +103,13 @@ impl Queries {
 
     /// Each row's LambdaMART gradient and hessian (unweighted; zero for
     /// rows outside the queries of `rows`), at raw scores `raw`, for
-    /// relevance grades `grades`. Queries are independent: each is
+    /// relevance grades `grades`, weighing the pairs with a row among the
+    /// first `truncation` of its query. Queries are independent: each is
     /// computed on its own, so the result does not depend on the threads.
-    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], rows: &[u32]) -> Vec<[f64; 2]> {
+    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], rows: &[u32], truncation: usize) -> Vec<[f64; 2]> {
         let queries = self.queries_in(rows);
         let per_query: Vec<Vec<[f64; 2]>> =
-            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw)).collect();
+            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, truncation)).collect();
         let mut out = vec![[0.0; 2]; raw.len()];
         for (&q, lambdas) in queries.iter().zip(per_query) {
             for (&r, l) in self.rows_of(q).iter().zip(lambdas) {
@@ -190,11 +187,11 @@ pub(crate) fn ndcg(rows: &[u32], grades: &[f64], raw: &[f64], k: usize) -> f64 {
 }
 
 /// One query's LambdaMART derivatives (see the module's documentation),
-/// in the order of `rows`.
-fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64]) -> Vec<[f64; 2]> {
+/// in the order of `rows`, over the pairs with a row among the first `truncation`.
+fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize) -> Vec<[f64; 2]> {
     let n = rows.len();
     let mut out = vec![[0.0; 2]; n];
-    let ideal = ideal_dcg(rows, grades, TRUNCATION);
+    let ideal = ideal_dcg(rows, grades, truncation);
     if n < 2 || ideal <= 0.0 {
         return out;
     }
@@ -208,7 +205,7 @@ fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64]) -> Vec<[f64; 2]> {
     // Each rank's discount, once per query rather than once per pair.
     let discounts: Vec<f64> = (0..n).map(discount).collect();
     let mut sum_lambdas = 0.0;
-    for i in 0..(n - 1).min(TRUNCATION) {
+    for i in 0..(n - 1).min(truncation) {
         for j in i + 1..n {
             if grade(i) == grade(j) {
                 continue;
@@ -282,23 +279,30 @@ mod tests {
     }
 
     /// The gradients are those of the pairwise surrogate `Σ |ΔNDCG| log(1 +
-    /// exp(−σ (s_high − s_low)))` with `|ΔNDCG|` held at its current value:
-    /// checked against finite differences of that sum, before the query's
-    /// normalisation (undone here).
+    /// exp(−σ (s_high − s_low)))` with `|ΔNDCG|` held at its current value,
+    /// over the pairs with a row among the first `truncation`: checked
+    /// against finite differences of that sum, before the query's
+    /// normalisation (undone here), with every pair and with the first two ranks'.
     #[test]
     fn lambdas_are_the_pairwise_surrogate_gradients() {
+        for truncation in [30, 2] {
+            surrogate_gradients_at(truncation);
+        }
+    }
+
+    fn surrogate_gradients_at(truncation: usize) {
         let grades = [2.0, 0.0, 1.0, 3.0, 1.0];
         let raw = [0.3, -0.2, 0.9, 0.1, -1.4];
         let rows = [0u32, 1, 2, 3, 4];
-        let lambdas = query_lambdas(&rows, &grades, &raw);
+        let lambdas = query_lambdas(&rows, &grades, &raw, truncation);
         // The weight of each pair at the current scores, and the surrogate.
         let order = by_score(&rows, &raw);
         let rank = |r: usize| order.iter().position(|&o| o as usize == r).unwrap();
-        let ideal = ideal_dcg(&rows, &grades, TRUNCATION);
+        let ideal = ideal_dcg(&rows, &grades, truncation);
         let mut pairs = Vec::new();
         for a in 0..5 {
             for b in 0..5 {
-                if grades[a] > grades[b] {
+                if grades[a] > grades[b] && rank(a).min(rank(b)) < truncation {
                     let w = (gain(grades[a]) - gain(grades[b])) * (discount(rank(a)) - discount(rank(b))).abs()
                         / ideal
                         / (0.01 + (raw[a] - raw[b]).abs());
@@ -331,8 +335,8 @@ mod tests {
     /// A query whose grades are all equal, or of one row, has no pairs.
     #[test]
     fn queries_without_pairs_have_no_gradient() {
-        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1]), vec![[0.0; 2]; 2]);
-        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5]), vec![[0.0; 2]]);
+        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], 30), vec![[0.0; 2]; 2]);
+        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], 30), vec![[0.0; 2]]);
     }
 
     /// Whole queries are held out, and the split is the same each time.

@@ -464,6 +464,7 @@ class _Boosting(_ArborEstimator):
         huber_delta=None,
         tweedie_power=None,
         ndcg_at=None,
+        lambdarank_truncation_level=None,
         monotone=None,
         interaction_constraints=None,
         class_weight=None,
@@ -491,6 +492,7 @@ class _Boosting(_ArborEstimator):
         self.huber_delta = huber_delta
         self.tweedie_power = tweedie_power
         self.ndcg_at = ndcg_at
+        self.lambdarank_truncation_level = lambdarank_truncation_level
         self.monotone = monotone
         self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight
