@@ -472,10 +472,7 @@ impl Pieces<'_> {
             Ok(NamedColumn { name: name.to_owned(), arrays: vec![batch.column(index_of(self.schema, name)?).clone()] })
         };
         let label = column(&self.roles.label)?;
-        let per_row = RowColumns {
-            weight: self.roles.weight.as_deref().map(column).transpose()?,
-            group: self.roles.group.as_deref().map(column).transpose()?,
-        };
+        let per_row = RowColumns::of(self.roles, column)?;
         let features = feature_names(self.schema, self.roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         let rows = batch.num_rows();
         if rows == 0 {

@@ -106,10 +106,7 @@ impl TrainingData {
             Ok(NamedColumn { name: name.to_owned(), arrays: batches.iter().map(|b| b.column(index).clone()).collect() })
         };
         let label_column = column(&roles.label)?;
-        let per_row = RowColumns {
-            weight: roles.weight.as_deref().map(column).transpose()?,
-            group: roles.group.as_deref().map(column).transpose()?,
-        };
+        let per_row = RowColumns::of(roles, column)?;
         let feature_columns = feature_names(schema, roles).iter().map(|n| column(n)).collect::<Result<Vec<_>>>()?;
         drop(batches); // the columns now hold the only references to their arrays
         let data_type = |name: &str| schema.field_with_name(name).map(|f| f.data_type().clone()).ok();
@@ -490,22 +487,24 @@ impl RowColumns {
         RowColumns { weight, group: None }
     }
 
+    /// The weight and group columns `roles` names, each as `column` gives it.
+    pub(crate) fn of(roles: &ColumnRoles, column: impl Fn(&str) -> Result<NamedColumn>) -> Result<RowColumns> {
+        Ok(RowColumns {
+            weight: roles.weight.as_deref().map(&column).transpose()?,
+            group: roles.group.as_deref().map(&column).transpose()?,
+        })
+    }
+
     /// The weight and group columns of `roles`, read whole by `read`.
     pub(crate) fn read(
         schema: &Schema,
         roles: &ColumnRoles,
         read: &impl Fn(&str) -> Result<Vec<ArrayRef>>,
     ) -> Result<RowColumns> {
-        let column = |name: &Option<String>| -> Result<Option<NamedColumn>> {
-            match name {
-                Some(name) => {
-                    index_of(schema, name)?;
-                    Ok(Some(NamedColumn { name: name.clone(), arrays: read(name)? }))
-                }
-                None => Ok(None),
-            }
-        };
-        Ok(RowColumns { weight: column(&roles.weight)?, group: column(&roles.group)? })
+        RowColumns::of(roles, |name| {
+            index_of(schema, name)?;
+            Ok(NamedColumn { name: name.to_owned(), arrays: read(name)? })
+        })
     }
 }
 

@@ -95,13 +95,10 @@ fn boost(
         loss.check_labels(&data.label.name, y)?;
     }
 
-    let (mut train_rows, valid_rows) = match &queries {
-        // A ranker holds out whole queries.
-        Some(queries) if bp.early_stopping_rounds > 0 => {
-            queries.hold_out(bp.validation_fraction, &mut tree_rng(bp.tree.seed, VALIDATION_STREAM))?
-        }
-        _ => hold_out(n, bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?,
-    };
+    let (mut train_rows, valid_rows) =
+        hold_out(n, queries.as_ref(), bp.early_stopping_rounds, bp.validation_fraction, bp.tree.seed)?;
+    // A ranker's training queries, whole: its derivatives are taken over them each round.
+    let train_queries = queries.as_ref().map(|q| q.queries_in(&train_rows)).unwrap_or_default();
     let n_sampled = ((bp.tree.sample_fraction * train_rows.len() as f64).round() as usize).clamp(1, train_rows.len());
     let subsample = n_sampled < train_rows.len();
     // Rows outside the trees (held out, not sampled) walk them: on their raw
@@ -198,7 +195,7 @@ fn boost(
         // training row (a sample then grows on its rows' share, as LightGBM's bagging).
         let lambdas = match (&target, &queries, loss) {
             (LossTarget::Ranked { grades, .. }, Some(queries), Loss::Lambdarank { truncation, .. }) => {
-                Some(queries.lambdas(grades, &raw, &training_rows(), truncation as usize))
+                Some(queries.lambdas(grades, &raw, &train_queries, truncation as usize))
             }
             _ => None,
         };
@@ -468,25 +465,34 @@ fn add_tree_outputs(
 }
 
 /// Splits rows `0..n` into training and validation rows (sorted), holding out
-/// `fraction` of them when early stopping is on.
-fn hold_out(n: usize, early_stopping_rounds: usize, fraction: f64, seed: u64) -> Result<(Vec<u32>, Vec<u32>)> {
-    let all: Vec<u32> = (0..n as u32).collect();
+/// `fraction` of them when early stopping is on: of the rows, or of a
+/// ranker's `queries`, whole, so that no query is ranked on both sides.
+fn hold_out(
+    n: usize,
+    queries: Option<&Queries>,
+    early_stopping_rounds: usize,
+    fraction: f64,
+    seed: u64,
+) -> Result<(Vec<u32>, Vec<u32>)> {
     if early_stopping_rounds == 0 {
-        return Ok((all, Vec::new()));
+        return Ok(((0..n as u32).collect(), Vec::new()));
     }
-    let n_valid = (fraction * n as f64).round() as usize;
-    if n_valid == 0 || n_valid >= n {
+    let (units, what) = queries.map_or((n, "rows"), |q| (q.len(), "queries"));
+    let n_valid = (fraction * units as f64).round() as usize;
+    if n_valid == 0 || n_valid >= units {
         return Err(ArborError::InvalidOption {
             key: "validation_fraction".into(),
-            message: format!("{fraction} of {n} rows leaves no rows to validate on or none to train on"),
+            message: format!("{fraction} of {units} {what} leaves no {what} to validate on or none to train on"),
         });
     }
     let mut rng = tree_rng(seed, VALIDATION_STREAM);
-    let mut valid = sample_rows(&all, n_valid, &mut rng);
-    valid.sort_unstable();
-    let mut is_valid = vec![false; n];
-    valid.iter().for_each(|&r| is_valid[r as usize] = true);
-    Ok((all.into_iter().filter(|&r| !is_valid[r as usize]).collect(), valid))
+    let mut held = vec![false; units];
+    sample_rows(&(0..units as u32).collect::<Vec<_>>(), n_valid, &mut rng)
+        .iter()
+        .for_each(|&u| held[u as usize] = true);
+    let unit_of = |r: u32| queries.map_or(r as usize, |q| q.query_of(r as usize));
+    let (valid, train): (Vec<u32>, Vec<u32>) = (0..n as u32).partition(|&r| held[unit_of(r)]);
+    Ok((train, valid))
 }
 
 /// `k` of `rows` drawn without replacement, in ascending order (for memory locality).
@@ -502,4 +508,27 @@ fn sample_rows(rows: &[u32], k: usize, rng: &mut impl Rng) -> Vec<u32> {
     pool.truncate(k);
     pool.sort_unstable();
     pool
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ranker's queries are held out whole, the split is the same each
+    /// time, and a share of too few queries is refused by count.
+    #[test]
+    fn hold_out_keeps_queries_whole() {
+        let groups: Vec<i64> = (0..200).map(|r| (r * 37 % 20) as i64).collect();
+        let q = Queries::new(&groups);
+        let (train, valid) = hold_out(200, Some(&q), 5, 0.2, 7).unwrap();
+        assert_eq!(train.len() + valid.len(), 200);
+        let valid_queries = q.queries_in(&valid);
+        assert_eq!(valid_queries.len(), 4);
+        assert!(train.iter().all(|&r| !valid_queries.contains(&q.query_of(r as usize))));
+        assert_eq!(hold_out(200, Some(&q), 5, 0.2, 7).unwrap(), (train, valid));
+        let err = hold_out(200, Some(&q), 5, 0.01, 7).unwrap_err().to_string();
+        assert!(err.contains("validation_fraction") && err.contains("of 20 queries leaves no queries"), "{err}");
+        let (rows_train, rows_valid) = hold_out(200, None, 5, 0.2, 7).unwrap();
+        assert_eq!((rows_train.len(), rows_valid.len()), (160, 40));
+    }
 }

@@ -14,7 +14,6 @@
 //! query's derivatives are scaled by `log2(1 + S) / S`, `S` the sum of its
 //! pairs' `2 σ |ΔNDCG| ρ`.
 
-use rand::Rng;
 use rayon::prelude::*;
 
 use crate::data::dataset::dense_ids;
@@ -67,47 +66,25 @@ impl Queries {
         &self.rows[self.starts[q]..self.starts[q + 1]]
     }
 
+    /// Row `r`'s query.
+    pub(crate) fn query_of(&self, r: usize) -> usize {
+        self.query_of[r] as usize
+    }
+
     /// The queries with a row among `rows`, ascending.
-    fn queries_in(&self, rows: &[u32]) -> Vec<usize> {
+    pub(crate) fn queries_in(&self, rows: &[u32]) -> Vec<usize> {
         let mut seen = vec![false; self.len()];
         rows.iter().for_each(|&r| seen[self.query_of[r as usize] as usize] = true);
         (0..self.len()).filter(|&q| seen[q]).collect()
     }
 
-    /// Training and validation rows (each ascending) for early stopping:
-    /// `fraction` of the queries held out whole, drawn from `rng`, so that
-    /// no query is ranked on both sides.
-    pub(crate) fn hold_out(&self, fraction: f64, rng: &mut impl Rng) -> Result<(Vec<u32>, Vec<u32>)> {
-        let n = self.len();
-        let n_valid = (fraction * n as f64).round() as usize;
-        if n_valid == 0 || n_valid >= n {
-            return Err(ArborError::InvalidOption {
-                key: "validation_fraction".into(),
-                message: format!(
-                    "{fraction} of {n} queries leaves no query to validate on or none to train on \
-                     (loss=lambdarank holds out whole queries)"
-                ),
-            });
-        }
-        let mut pool: Vec<usize> = (0..n).collect();
-        for i in 0..n_valid {
-            let j = rng.random_range(i..n);
-            pool.swap(i, j);
-        }
-        let mut held = vec![false; n];
-        pool[..n_valid].iter().for_each(|&q| held[q] = true);
-        let n_rows = self.query_of.len() as u32;
-        let (valid, train): (Vec<u32>, Vec<u32>) = (0..n_rows).partition(|&r| held[self.query_of[r as usize] as usize]);
-        Ok((train, valid))
-    }
-
     /// Each row's LambdaMART gradient and hessian (unweighted; zero for
-    /// rows outside the queries of `rows`), at raw scores `raw`, for
-    /// relevance grades `grades`, weighing the pairs with a row among the
-    /// first `truncation` of its query. Queries are independent: each is
-    /// computed on its own, so the result does not depend on the threads.
-    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], rows: &[u32], truncation: usize) -> Vec<[f64; 2]> {
-        let queries = self.queries_in(rows);
+    /// rows outside `queries`, those [`Queries::queries_in`] the training
+    /// rows), at raw scores `raw`, for relevance grades `grades`, weighing
+    /// the pairs with a row among the first `truncation` of its query.
+    /// Queries are independent: each is computed on its own, so the result
+    /// does not depend on the threads.
+    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], queries: &[usize], truncation: usize) -> Vec<[f64; 2]> {
         let per_query: Vec<Vec<[f64; 2]>> =
             queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, truncation)).collect();
         let mut out = vec![[0.0; 2]; raw.len()];
@@ -337,22 +314,6 @@ mod tests {
     fn queries_without_pairs_have_no_gradient() {
         assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], 30), vec![[0.0; 2]; 2]);
         assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], 30), vec![[0.0; 2]]);
-    }
-
-    /// Whole queries are held out, and the split is the same each time.
-    #[test]
-    fn hold_out_keeps_queries_whole() {
-        let groups: Vec<i64> = (0..200).map(|r| (r * 37 % 20) as i64).collect();
-        let q = Queries::new(&groups);
-        let rng = || <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(7);
-        let (train, valid) = q.hold_out(0.2, &mut rng()).unwrap();
-        assert_eq!(train.len() + valid.len(), 200);
-        let valid_queries = q.queries_in(&valid);
-        assert_eq!(valid_queries.len(), 4);
-        assert!(train.iter().all(|&r| !valid_queries.contains(&(q.query_of[r as usize] as usize))));
-        assert_eq!(q.hold_out(0.2, &mut rng()).unwrap(), (train, valid));
-        let err = q.hold_out(0.01, &mut rng()).unwrap_err().to_string();
-        assert!(err.contains("validation_fraction") && err.contains("20 queries"), "{err}");
     }
 
     /// Grades outside 0..=30 or with a fraction are refused by name.
