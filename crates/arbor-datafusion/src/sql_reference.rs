@@ -150,7 +150,7 @@ fn options_table() -> String {
          single one, use `softmax`; regression also takes `quantile`, `huber`, `absolute`, `poisson`, `gamma` \
          and `tweedie` (docs/algorithms.md, \"Losses\"), whose parameters close the table; `monotone` (docs/algorithms.md, \"Monotone constraints\") takes numeric \
          features of either algorithm, `interaction_constraints` (\"Interaction constraints\") sets of features, \
-         `criterion=poisson` (\"Split criteria\") regression forests of counts, `class_weight` multiplies each class's rows' weights. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
+         `criterion=poisson` (\"Split criteria\") regression forests of counts, `criterion=absolute_error` forests of medians, `class_weight` multiplies each class's rows' weights. `max_depth=0` means unlimited depth, `max_leaf_nodes=0` depth-first growth. \
          Unknown keys and out-of-range values are errors naming the key.\n\n"
     ));
     table.push_str("| key | `algorithm=random-forest` | `algorithm=gradient-boosting` |\n|---|---|---|\n");

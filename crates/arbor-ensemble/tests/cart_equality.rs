@@ -6,7 +6,8 @@
 //! (scikit-learn 1.9.1): on all of cancer_cls, on a synthetic three-class
 //! table of continuous features (Gini, entropy, values missing at random,
 //! sample weights), and on the numeric columns of the first 2,000
-//! diamonds_reg rows; in each setting the CART tree is unique (no gain ties,
+//! diamonds_reg rows, and with `criterion="absolute_error"` on a synthetic
+//! regression table and on those rows with sample weights; in each setting the CART tree is unique (no gain ties,
 //! which scikit-learn breaks at random). This test reads them; it needs no Python.
 
 use std::fs::File;
@@ -176,17 +177,40 @@ fn one_exact_tree_is_scikit_learns_weighted_tree() {
     assert_same_classes("cart_weighted", "max_depth=6 min_samples_leaf=20", 85);
 }
 
-#[test]
-fn one_exact_tree_is_scikit_learns_regression_tree() {
-    let model = fit_cart("cart_reg_train.parquet", "task=regression min_samples_leaf=20");
-    let nodes = assert_same_tree(&model, &reference("cart_reg_tree.json"));
-    assert!(nodes >= 151, "a real tree: {nodes} nodes");
+/// Fits a regression tree and checks it node for node and prediction for
+/// prediction against scikit-learn's reference `name`.
+fn assert_same_values(name: &str, options: &str, min_nodes: usize) {
+    let model = fit_cart(&format!("{name}_train.parquet"), &format!("task=regression {options}"));
+    let nodes = assert_same_tree(&model, &reference(&format!("{name}_tree.json")));
+    assert!(nodes >= min_nodes, "a real tree: {nodes} nodes");
 
-    let test = read("cart_reg_test.parquet");
+    let test = read(&format!("{name}_test.parquet"));
     let p = model.score(&test).unwrap();
     let theirs = test.column_by_name("sklearn_prediction").unwrap().as_primitive::<Float64Type>();
     assert_eq!(theirs.len(), p.values().len());
     for (i, (a, b)) in p.values().iter().zip(theirs.values()).enumerate() {
         assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "row {i}: {a} vs {b}");
     }
+}
+
+#[test]
+fn one_exact_tree_is_scikit_learns_regression_tree() {
+    assert_same_values("cart_reg", "min_samples_leaf=20", 151);
+}
+
+/// `criterion=absolute_error` against scikit-learn's
+/// `criterion="absolute_error"`: splits by the children's absolute error
+/// around their medians, leaves holding weighted medians (the mean of the
+/// two middle responses when the weight splits exactly in half), on
+/// continuous features with heavy-tailed noise.
+#[test]
+fn one_exact_tree_is_scikit_learns_absolute_error_tree() {
+    assert_same_values("cart_mae", "criterion=absolute_error min_samples_leaf=20", 233);
+}
+
+/// The same with sample weights (uniform on [0.5, 3]) on the diamonds
+/// slice: weighted medians and weighted absolute errors.
+#[test]
+fn one_exact_tree_is_scikit_learns_weighted_absolute_error_tree() {
+    assert_same_values("cart_mae_weighted", "criterion=absolute_error min_samples_leaf=20", 155);
 }

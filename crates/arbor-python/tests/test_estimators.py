@@ -87,6 +87,11 @@ def test_gradient_boosting_classifier_on_flights(flights):
         ),
         (arbor.RandomForestRegressor(n_trees=4, criterion="poisson"), "counts_reg_train", "n_trees=4 criterion=poisson"),
         (
+            arbor.RandomForestRegressor(n_trees=3, criterion="absolute_error"),
+            "severity_reg_train",
+            "n_trees=3 criterion=absolute_error",
+        ),
+        (
             arbor.GradientBoostingRegressor(n_rounds=5, interaction_constraints=[["carat", "x"], ["cut", "color"]]),
             "diamonds_reg_train",
             "n_rounds=5 interaction_constraints=[carat,x],[cut,color]",

@@ -216,6 +216,7 @@ const CRITERIA: &[(&str, CriterionKind)] = &[
     ("entropy", CriterionKind::Entropy),
     ("mse", CriterionKind::Mse),
     ("poisson", CriterionKind::Poisson),
+    ("absolute_error", CriterionKind::AbsoluteError),
 ];
 const VOTINGS: &[(&str, Voting)] = &[("weighted", Voting::Weighted), ("unweighted", Voting::Unweighted)];
 /// The losses by name; the parameters shown are placeholders that
@@ -610,8 +611,8 @@ pub(crate) const KEYS: &[KeySpec] = &[
     KeySpec {
         name: "criterion",
         applies: Applies::Forest,
-        about: "Impurity criterion: gini or entropy for classification, mse or poisson (counts) for regression \
-                (docs/algorithms.md, \"Split criteria\").",
+        about: "Impurity criterion: gini or entropy for classification, mse, poisson (counts) or absolute_error \
+                (medians) for regression (docs/algorithms.md, \"Split criteria\").",
         accepts: || choices(CRITERIA),
         set: |p, k, v| {
             p.forest.criterion = parse_choice(k, v, CRITERIA)?;
@@ -624,6 +625,7 @@ pub(crate) const KEYS: &[KeySpec] = &[
                 (CriterionKind::Entropy, _) => "entropy",
                 (CriterionKind::Mse, _) | (CriterionKind::Default, Task::Regression) => "mse",
                 (CriterionKind::Poisson, _) => "poisson",
+                (CriterionKind::AbsoluteError, _) => "absolute_error",
             }
             .into()
         },

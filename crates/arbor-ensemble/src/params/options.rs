@@ -170,14 +170,20 @@ impl TrainParams {
             return Ok(());
         }
         match (task, self.forest.criterion) {
-            (Task::Classification, CriterionKind::Mse | CriterionKind::Poisson) => {
+            (Task::Classification, CriterionKind::Mse | CriterionKind::Poisson | CriterionKind::AbsoluteError) => {
                 return Err(invalid(
                     "criterion",
-                    "mse and poisson are for regression; classification accepts gini or entropy",
+                    "mse, poisson and absolute_error are for regression; classification accepts gini or entropy",
                 ))
             }
             (Task::Regression, CriterionKind::Gini | CriterionKind::Entropy) => {
-                return Err(invalid("criterion", "regression accepts mse or poisson"))
+                return Err(invalid("criterion", "regression accepts mse, poisson or absolute_error"))
+            }
+            (Task::Regression, CriterionKind::AbsoluteError) if !self.forest.tree.monotone.is_empty() => {
+                return Err(invalid(
+                    "monotone",
+                    "is not supported with criterion=absolute_error (its leaves are medians); use mse or poisson",
+                ))
             }
             _ => {}
         }

@@ -74,6 +74,9 @@ pub enum CriterionKind {
     Mse,
     /// Half the Poisson deviance (regression of counts; labels `>= 0`).
     Poisson,
+    /// Absolute error around the node's weighted median (regression robust
+    /// to outliers; leaves hold medians).
+    AbsoluteError,
 }
 
 /// How the trees' answers are combined for classification.

@@ -387,6 +387,7 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
         max_leaf_nodes: 0,
         fork_min_rows: FORK_MIN_ROWS,
         row_records: true,
+        absolute_error: false,
         monotone: Vec::new(),
         interactions: Interactions::default(),
     }

@@ -64,8 +64,11 @@ pub(crate) fn train_forest(
     }
     let ranges = data.raw.as_deref().map(|raw| bin_ranges(raw, matrix));
     // Regression trees that scan every feature read rows once per node through a row-major copy.
-    let row_bins =
-        (m >= n_features && !fp.random_splitter && task == Task::Regression).then(|| RowBins::new(matrix)).flatten();
+    // (Absolute error reads the columns: it sorts each node's rows by bin.)
+    let absolute_error = fp.criterion == CriterionKind::AbsoluteError;
+    let row_bins = (m >= n_features && !fp.random_splitter && task == Task::Regression && !absolute_error)
+        .then(|| RowBins::new(matrix))
+        .flatten();
 
     let target = match &data.target {
         Target::Classes(labels) => {
@@ -264,6 +267,7 @@ pub(crate) fn forest_settings(params: &CheckedParams, task: Task, m: usize, root
         max_leaf_nodes: fp.max_leaf_nodes,
         fork_min_rows: FORK_MIN_ROWS,
         row_records: true,
+        absolute_error: fp.criterion == CriterionKind::AbsoluteError && task == Task::Regression,
         monotone: Vec::new(),
         interactions: Interactions::default(),
     }

@@ -267,6 +267,8 @@ impl LevelForest {
             "max_leaf_nodes"
         } else if fp.criterion == CriterionKind::Poisson {
             "criterion poisson"
+        } else if fp.criterion == CriterionKind::AbsoluteError {
+            "criterion absolute_error"
         } else if !fp.tree.monotone.is_empty() {
             "monotone"
         } else if !fp.tree.interaction_constraints.is_empty() {

@@ -17,12 +17,17 @@ exactly would make its choice arbitrary). Classification gains depend only on
 children's class counts and tie often in small nodes, hence the depth and leaf
 limits of the classification cases.
 
-Run from the repository root:
-    .venv-peers/bin/python crates/arbor-ensemble/tests/cart/make_reference.py
+Also DecisionTreeRegressor(criterion="absolute_error") on a synthetic table
+of continuous features and heavy-tailed noise, and with sample weights on the
+diamonds slice (its integer prices tie in absolute error without them).
+
+Run from the repository root (names, if given, make only those references):
+    .venv-peers/bin/python crates/arbor-ensemble/tests/cart/make_reference.py [cart_mae ...]
 The test itself needs no Python.
 """
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +37,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 HERE = Path(__file__).parent
 DATA = Path("data")
+ONLY = set(sys.argv[1:])
 
 
 def load(name, columns, rows=None):
@@ -80,6 +86,8 @@ def signature(model):
 
 
 def reference(name, model, train, test, columns, label_type, classes, weight=None):
+    if ONLY and name not in ONLY:
+        return
     (xtr, ytr), (xte, yte) = train, test
     signatures = {signature(model.set_params(random_state=r).fit(xtr, ytr, sample_weight=weight)) for r in range(12)}
     assert len(signatures) == 1, f"{name}: ties in gain make the CART tree depend on the random state"
@@ -101,6 +109,15 @@ def synthetic(n, seed):
     x = rng.normal(size=(n, 6)).astype(np.float32)
     score = x[:, 0] * x[:, 1] + np.sin(2 * x[:, 2]) + 0.5 * x[:, 3] + rng.normal(scale=0.5, size=n)
     return x, np.digitize(score, [-0.5, 0.5]).astype(np.int32)
+
+
+def synthetic_regression(n, seed):
+    """Continuous features and a response with Student-t noise (2 degrees of
+    freedom: outliers, where absolute error is the criterion to use)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 6)).astype(np.float32)
+    y = 3 * x[:, 0] * x[:, 1] + 2 * np.sin(2 * x[:, 2]) + x[:, 3] + rng.standard_t(2, size=n)
+    return x, y
 
 
 def with_missing(data, seed):
@@ -149,4 +166,23 @@ synthetic_reference(
     "cart_weighted",
     DecisionTreeClassifier(max_depth=6, min_samples_leaf=20),
     weight=np.random.default_rng(27).uniform(0.5, 3.0, size=3000),
+)
+reference(
+    "cart_mae",
+    DecisionTreeRegressor(criterion="absolute_error", min_samples_leaf=20),
+    synthetic_regression(3000, 7),
+    synthetic_regression(1000, 8),
+    [f"x{i}" for i in range(6)],
+    pa.float64(),
+    False,
+)
+reference(
+    "cart_mae_weighted",
+    DecisionTreeRegressor(criterion="absolute_error", min_samples_leaf=20),
+    load("diamonds_reg_train.parquet", diamonds, rows=2000),
+    load("diamonds_reg_test.parquet", diamonds, rows=1000),
+    diamonds,
+    pa.float64(),
+    False,
+    weight=np.random.default_rng(27).uniform(0.5, 3.0, size=2000),
 )

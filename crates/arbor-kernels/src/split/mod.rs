@@ -1,6 +1,8 @@
 //! Split finding: the best split of a feature from its histogram, or a
-//! random one from its rows, scored by a [`Criterion`](criterion::Criterion).
+//! random one from its rows, scored by a [`Criterion`](criterion::Criterion);
+//! or, by absolute error, from the node's rows ranked by response.
 
+pub(crate) mod absolute_error;
 pub(crate) mod best;
 pub(crate) mod candidate;
 pub(crate) mod criterion;

@@ -184,7 +184,12 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         self.tree.nodes[p.node] = Node::Leaf { value: offset as u32 };
         self.tree.cover[p.node] = node_cover(&p.stats, self.data.settings.criterion);
         let settings = self.data.settings;
-        leaf_value(&p.stats, self.data.target, settings.criterion, settings.leaf_scale, &mut self.tree.values);
+        if settings.absolute_error {
+            let median = self.median(p);
+            self.tree.values.push(median);
+        } else {
+            leaf_value(&p.stats, self.data.target, settings.criterion, settings.leaf_scale, &mut self.tree.values);
+        }
         if let Some(bounds) = p.limits.as_ref().map(|limits| &limits.bounds).filter(|b| **b != Monotone::NONE) {
             clamp_leaf(&mut self.tree.values[offset..], &p.stats, settings.criterion, settings.leaf_scale, bounds);
         }

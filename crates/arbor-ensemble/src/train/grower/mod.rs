@@ -14,8 +14,8 @@
 
 use arbor_kernels::{
     build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, value_records_variance_until,
-    CompactHistogram, CountKey, Criterion, HistogramTarget, Monotone, RecordSums, RowBins, RowRecords, RowStats,
-    SplitCandidate, SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
+    CompactHistogram, CountKey, Criterion, HistogramTarget, MedianScan, Monotone, RecordSums, RowBins, RowRecords,
+    RowStats, SplitCandidate, SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use crate::model::tree::{Node, Tree};
 use interactions::{FeatureSet, Interactions};
 
+mod absolute_error;
 mod apply_split;
 pub(crate) mod interactions;
 mod search;
@@ -83,6 +84,12 @@ pub(crate) struct GrowSettings {
     /// either way; regression's value records always stay (their sums, in
     /// another order, could break ties otherwise).
     pub row_records: bool,
+    /// Regression forests' `criterion=absolute_error`: splits by the
+    /// children's absolute error around their medians, from the node's rows
+    /// ranked by response ([`MedianScan`]), and leaves hold weighted medians.
+    /// `criterion` is then [`Criterion::Mse`], whose statistics (count,
+    /// weight, weighted sum) the nodes carry.
+    pub absolute_error: bool,
     /// Each feature's monotone constraint (`+1`, `-1`, `0` free), or empty
     /// when none is (docs/algorithms.md, "Monotone constraints").
     pub monotone: Vec<i8>,
@@ -336,11 +343,11 @@ pub(crate) fn grow_tree(
     let root_stats = node_stats(target, &rows, weights, counts);
     let n = rows.len();
     let all_features = settings.features_per_node >= n_features && !settings.random_splitter;
-    let rowwise = rowwise.filter(|_| all_features);
+    let rowwise = rowwise.filter(|_| all_features && !settings.absolute_error);
     // Nodes drawing their features build each histogram column-wise: from
     // integer class counts when the rows carry no sample weights, otherwise
     // from packed row statistics.
-    let draws = !all_features && !settings.random_splitter;
+    let draws = !all_features && !settings.random_splitter && !settings.absolute_error;
     let keyed = draws && keys_fit(target, &rows, weights, counts);
     let (labels, n_classes) = match *target {
         HistogramTarget::Classes { labels, n_classes } => (labels, n_classes),
@@ -472,6 +479,8 @@ struct Buffers {
     record_sums: RecordSums,
     /// The same for value records (regression forests).
     value_sums: ValueRecordSums,
+    /// A node's rows ranked by response (`criterion=absolute_error`).
+    median: MedianScan,
     perm: Vec<usize>,
 }
 
@@ -485,6 +494,7 @@ impl Buffers {
             compact: CompactHistogram::default(),
             record_sums: RecordSums::default(),
             value_sums: ValueRecordSums::default(),
+            median: MedianScan::default(),
             perm: Vec::new(),
         }
     }
@@ -746,6 +756,7 @@ mod tests {
             max_leaf_nodes: 0,
             fork_min_rows: 0,
             row_records: true,
+            absolute_error: false,
             monotone: Vec::new(),
             interactions: Interactions::default(),
         };
@@ -862,6 +873,7 @@ mod tests {
             max_leaf_nodes: 0,
             fork_min_rows: 0,
             row_records: true,
+            absolute_error: false,
             monotone: Vec::new(),
             interactions: Interactions::default(),
         };

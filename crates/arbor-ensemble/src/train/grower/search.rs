@@ -22,6 +22,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     pub(super) fn splittable(&self, p: &Pending) -> bool {
         let criterion = self.data.settings.criterion;
         let (count, weight) = count_weight(&p.stats, criterion);
+        if self.data.settings.absolute_error {
+            // Its impurity, the absolute error, is known once the rows are ranked.
+            return self.may_split(count, weight, p.depth);
+        }
         let threshold = self.data.settings.impurity_threshold.max(f64::EPSILON);
         let variance = |mean, w, stop| node_variance_until(&self.data, &self.records, self.rows, p, (mean, w, stop));
         self.may_split(count, weight, p.depth) && impure(&p.stats, self.data.target, criterion, variance, threshold)
@@ -38,7 +42,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             return Evaluated { pending: p, best: None, hist: None };
         }
         let known = p.hist.take();
-        let (best, hist) = if self.data.all_features {
+        let (best, hist) = if settings.absolute_error {
+            (self.best_by_absolute_error(&p), None)
+        } else if self.data.all_features {
             let (best, hist) = self.best_of_all_features(&p, known);
             (best, Some(hist))
         } else {
