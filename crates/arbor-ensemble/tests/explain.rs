@@ -113,6 +113,8 @@ fn contributions_add_up_to_every_models_raw_score() {
         ("digits_cls", "n_trees=5 max_depth=8"),
         ("digits_cls", "n_trees=5 max_depth=6 splitter=random voting=unweighted"),
         ("diamonds_reg", "n_trees=5 max_depth=8"),
+        // Leaves of medians: the covers weigh them as any leaves.
+        ("diamonds_reg", "n_trees=3 max_depth=8 criterion=absolute_error"),
         ("flights_cls", "n_trees=5 max_depth=8"),
     ];
     for (set, options) in cases {

@@ -120,7 +120,23 @@ fn the_truncation_level_cuts_the_pairs() {
     assert_eq!(scores("n_rounds=10 lambdarank_truncation_level=27"), every_pair);
     assert_ne!(scores("n_rounds=10 lambdarank_truncation_level=3"), every_pair);
     let model = fit(&train, "n_rounds=2 lambdarank_truncation_level=3").unwrap();
-    assert_eq!(model.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 3 });
+    assert_eq!(model.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 3, sigmoid: 1.0 });
+}
+
+/// `sigmoid` (LightGBM's `σ`) steepens each pair's logistic: the trees
+/// change, and the model records the value with its loss (and reads it
+/// back from its bytes).
+#[test]
+fn sigmoid_steepens_the_pairs_and_is_recorded() {
+    let train = read("rank_train.parquet");
+    let test = read("rank_test.parquet");
+    let default = fit(&train, "n_rounds=10").unwrap();
+    let steep = fit(&train, "n_rounds=10 sigmoid=2").unwrap();
+    assert_ne!(steep.score(&test).unwrap().values(), default.score(&test).unwrap().values());
+    assert_eq!(steep.param("sigmoid"), Some("2"));
+    assert_eq!(default.param("sigmoid"), Some("1"), "recorded with its loss, as ndcg_at");
+    let read_back = arbor_ensemble::Model::from_bytes(&steep.to_bytes()).unwrap();
+    assert_eq!(read_back.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.0 });
 }
 
 /// Rows of a query need not be contiguous: the rows shuffled across

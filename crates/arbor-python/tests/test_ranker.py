@@ -52,6 +52,10 @@ def test_ranker_scores_as_the_command_line_does(rank, arbor_cli, tmp_path):
     polars = pytest.importorskip("polars")
     again = arbor.GradientBoostingRanker(**OPTIONS).fit(polars.from_arrow(X), polars.from_arrow(y), group=query)
     assert bytes(again.model_) == bytes(ranker.model_)
+    # sigmoid (LightGBM's keyword) reaches the trainer: other trees, the value recorded.
+    steep = arbor.GradientBoostingRanker(sigmoid=2.0, **OPTIONS).fit(X, y, group=query)
+    assert steep.model_.info()["params"]["sigmoid"] == "2"
+    assert not np.array_equal(steep.predict(Xt), ranker.predict(Xt))
 
 
 def test_early_stopping_watches_ndcg_on_held_out_queries(rank):

@@ -70,6 +70,9 @@ impl Model {
                 Loss::Tweedie { power } => (!(power > 1.0 && power < 2.0)).then_some(("tweedie_power", power)),
                 Loss::Lambdarank { ndcg_at: 0, .. } => Some(("ndcg_at", 0.0)),
                 Loss::Lambdarank { truncation: 0, .. } => Some(("lambdarank_truncation_level", 0.0)),
+                Loss::Lambdarank { sigmoid, .. } if !(sigmoid > 0.0 && sigmoid.is_finite()) => {
+                    Some(("sigmoid", sigmoid))
+                }
                 _ => None,
             };
             if let Some((key, value)) = parameter {

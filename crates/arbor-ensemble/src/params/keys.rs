@@ -123,6 +123,7 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "tweedie_power",
     "ndcg_at",
     "lambdarank_truncation_level",
+    "sigmoid",
     "monotone",
     "interaction_constraints",
     "class_weight",
@@ -256,6 +257,7 @@ const TWEEDIE_POWER: Rule = Rule::Between { low: 1.0, high: 2.0 };
 const SCALE_POS_WEIGHT: Rule = Rule::Positive;
 const NDCG_AT: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
 const TRUNCATION: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
+const SIGMOID: Rule = Rule::Positive;
 
 /// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
 pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
@@ -263,7 +265,7 @@ pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
         "alpha" => Some("quantile"),
         "huber_delta" => Some("huber"),
         "tweedie_power" => Some("tweedie"),
-        "ndcg_at" | "lambdarank_truncation_level" => Some("lambdarank"),
+        "ndcg_at" | "lambdarank_truncation_level" | "sigmoid" => Some("lambdarank"),
         _ => None,
     }
 }
@@ -758,6 +760,20 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| TRUNCATION.count(k, p.boosting.lambdarank_truncation_level as usize),
         value: |r| r.params.boosting.lambdarank_truncation_level.to_string(),
         recorded: |p| with_its_loss(p, "lambdarank_truncation_level"),
+    },
+    KeySpec {
+        name: "sigmoid",
+        applies: Applies::Boosting,
+        about: "The steepness σ of `loss=lambdarank`'s pairwise logistic `log(1 + e^(−σ(s_i − s_j)))` \
+                (LightGBM's key and default): larger values push harder on pairs already ordered.",
+        accepts: || SIGMOID.describe(),
+        set: |p, k, v| {
+            p.boosting.sigmoid = SIGMOID.parse_number(k, v)?;
+            Ok(())
+        },
+        check: |p, k| SIGMOID.number(k, p.boosting.sigmoid),
+        value: |r| r.params.boosting.sigmoid.to_string(),
+        recorded: |p| with_its_loss(p, "sigmoid"),
     },
     KeySpec {
         name: "monotone",

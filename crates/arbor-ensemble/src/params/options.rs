@@ -324,11 +324,14 @@ mod tests {
         let checked = ranking.check().unwrap();
         assert_eq!(
             checked.boosting.resolve_loss(Task::Regression, 0).unwrap(),
-            Loss::Lambdarank { ndcg_at: 5, truncation: 30 }
+            Loss::Lambdarank { ndcg_at: 5, truncation: 30, sigmoid: 1.0 }
         );
         let deep = gb("loss=lambdarank lambdarank_truncation_level=100").unwrap().check().unwrap();
         let deep = deep.boosting.resolve_loss(Task::Regression, 0).unwrap();
-        assert_eq!(deep, Loss::Lambdarank { ndcg_at: 10, truncation: 100 });
+        assert_eq!(deep, Loss::Lambdarank { ndcg_at: 10, truncation: 100, sigmoid: 1.0 });
+        let steep = gb("loss=lambdarank sigmoid=2.5").unwrap().check().unwrap();
+        let steep = steep.boosting.resolve_loss(Task::Regression, 0).unwrap();
+        assert_eq!(steep, Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.5 });
         let e = gb("task=classification loss=lambdarank").unwrap().check().unwrap();
         let e = e.boosting.resolve_loss(Task::Classification, 5).unwrap_err().to_string();
         assert!(e.contains("lambdarank does not fit a classification task"), "{e}");
@@ -336,6 +339,9 @@ mod tests {
             ("loss=lambdarank ndcg_at=0", "'ndcg_at': expected an integer"),
             ("ndcg_at=5", "'ndcg_at': applies to loss=lambdarank only"),
             ("loss=lambdarank lambdarank_truncation_level=0", "'lambdarank_truncation_level': expected an integer"),
+            ("loss=lambdarank sigmoid=0", "'sigmoid'"),
+            ("loss=lambdarank sigmoid=inf", "'sigmoid'"),
+            ("sigmoid=2", "'sigmoid': applies to loss=lambdarank only"),
         ] {
             let e = gb(options).and_then(|p| p.check().map(|_| ())).unwrap_err().to_string();
             assert!(e.contains(expected), "{options}: {e}");

@@ -324,6 +324,8 @@ pub enum Loss {
         /// Pairs weighed: those with a row among the first `truncation` of
         /// its query by score (LightGBM's `lambdarank_truncation_level`).
         truncation: u32,
+        /// The steepness `σ` of the pairs' logistic surrogate (LightGBM's `sigmoid`).
+        sigmoid: f64,
     },
 }
 
@@ -354,8 +356,8 @@ impl Loss {
         matches!(self, Loss::Lambdarank { .. })
     }
 
-    /// `loss=lambdarank` with its defaults: NDCG@10, pairs of the first 30 ranks.
-    pub const LAMBDARANK: Loss = Loss::Lambdarank { ndcg_at: 10, truncation: 30 };
+    /// `loss=lambdarank` with its defaults: NDCG@10, pairs of the first 30 ranks, `σ = 1`.
+    pub const LAMBDARANK: Loss = Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 1.0 };
 
     /// Classification losses (class probabilities out), as against regression's.
     pub fn is_classification(self) -> bool {
@@ -420,6 +422,8 @@ pub struct BoostingParams {
     pub ndcg_at: u32,
     /// The ranks whose pairs `loss=lambdarank` weighs (LightGBM's name).
     pub lambdarank_truncation_level: u32,
+    /// The steepness of `loss=lambdarank`'s pairwise logistic (LightGBM's `sigmoid`).
+    pub sigmoid: f64,
     /// Binary classification: the positive (second) class's rows weigh
     /// this many times their weight (XGBoost's `scale_pos_weight`).
     pub scale_pos_weight: f64,
@@ -456,6 +460,7 @@ impl Default for BoostingParams {
             tweedie_power: 1.5,
             ndcg_at: 10,
             lambdarank_truncation_level: 30,
+            sigmoid: 1.0,
             scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
@@ -512,9 +517,11 @@ impl BoostingParams {
             Loss::Quantile { .. } => Loss::Quantile { alpha: self.alpha },
             Loss::Huber { .. } => Loss::Huber { delta: self.huber_delta },
             Loss::Tweedie { .. } => Loss::Tweedie { power: self.tweedie_power },
-            Loss::Lambdarank { .. } => {
-                Loss::Lambdarank { ndcg_at: self.ndcg_at, truncation: self.lambdarank_truncation_level }
-            }
+            Loss::Lambdarank { .. } => Loss::Lambdarank {
+                ndcg_at: self.ndcg_at,
+                truncation: self.lambdarank_truncation_level,
+                sigmoid: self.sigmoid,
+            },
             loss => loss,
         })
     }

@@ -194,8 +194,8 @@ fn boost(
         // A ranker's derivatives are taken query by query, over every
         // training row (a sample then grows on its rows' share, as LightGBM's bagging).
         let lambdas = match (&target, &queries, loss) {
-            (LossTarget::Ranked { grades, .. }, Some(queries), Loss::Lambdarank { truncation, .. }) => {
-                Some(queries.lambdas(grades, &raw, &train_queries, truncation as usize))
+            (LossTarget::Ranked { grades, .. }, Some(queries), Loss::Lambdarank { truncation, sigmoid, .. }) => {
+                Some(queries.lambdas(grades, &raw, &train_queries, truncation as usize, sigmoid))
             }
             _ => None,
         };

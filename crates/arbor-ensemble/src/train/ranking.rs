@@ -12,15 +12,14 @@
 //! s_j|` unless every score of the query is equal) and `ρ = 1 / (1 +
 //! exp(σ (s_i − s_j)))`; the hessian is `σ² |ΔNDCG| ρ (1 − ρ)`, and each
 //! query's derivatives are scaled by `log2(1 + S) / S`, `S` the sum of its
-//! pairs' `2 σ |ΔNDCG| ρ`.
+//! pairs' `2 σ |ΔNDCG| ρ`. `σ` is `sigmoid` (default 1, LightGBM's key;
+//! XGBoost fixes it at 1).
 
 use rayon::prelude::*;
 
 use crate::data::dataset::dense_ids;
 use crate::{ArborError, Result};
 
-/// The sigmoid's steepness `σ` (LightGBM's `sigmoid`, XGBoost's fixed 1).
-const SIGMA: f64 = 1.0;
 /// The highest relevance grade: a grade `y` gains `2^y − 1`, and LightGBM's
 /// default `label_gain` stops at grade 30.
 pub(crate) const MAX_GRADE: f64 = 30.0;
@@ -84,9 +83,16 @@ impl Queries {
     /// the pairs with a row among the first `truncation` of its query.
     /// Queries are independent: each is computed on its own, so the result
     /// does not depend on the threads.
-    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], queries: &[usize], truncation: usize) -> Vec<[f64; 2]> {
+    pub(crate) fn lambdas(
+        &self,
+        grades: &[f64],
+        raw: &[f64],
+        queries: &[usize],
+        truncation: usize,
+        sigmoid: f64,
+    ) -> Vec<[f64; 2]> {
         let per_query: Vec<Vec<[f64; 2]>> =
-            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, truncation)).collect();
+            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, truncation, sigmoid)).collect();
         let mut out = vec![[0.0; 2]; raw.len()];
         for (&q, lambdas) in queries.iter().zip(per_query) {
             for (&r, l) in self.rows_of(q).iter().zip(lambdas) {
@@ -164,8 +170,9 @@ pub(crate) fn ndcg(rows: &[u32], grades: &[f64], raw: &[f64], k: usize) -> f64 {
 }
 
 /// One query's LambdaMART derivatives (see the module's documentation),
-/// in the order of `rows`, over the pairs with a row among the first `truncation`.
-fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize) -> Vec<[f64; 2]> {
+/// in the order of `rows`, over the pairs with a row among the first
+/// `truncation`, under a logistic of steepness `sigma`.
+fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize, sigma: f64) -> Vec<[f64; 2]> {
     let n = rows.len();
     let mut out = vec![[0.0; 2]; n];
     let ideal = ideal_dcg(rows, grades, truncation);
@@ -194,9 +201,9 @@ fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize) -
             if !all_equal {
                 delta_ndcg /= 0.01 + delta_score.abs();
             }
-            let rho = 1.0 / (1.0 + (SIGMA * delta_score).exp());
-            let lambda = SIGMA * delta_ndcg * rho;
-            let hessian = SIGMA * SIGMA * delta_ndcg * rho * (1.0 - rho);
+            let rho = 1.0 / (1.0 + (sigma * delta_score).exp());
+            let lambda = sigma * delta_ndcg * rho;
+            let hessian = sigma * sigma * delta_ndcg * rho * (1.0 - rho);
             out[order[high]][0] -= lambda;
             out[order[high]][1] += hessian;
             out[order[low]][0] += lambda;
@@ -262,16 +269,16 @@ mod tests {
     /// normalisation (undone here), with every pair and with the first two ranks'.
     #[test]
     fn lambdas_are_the_pairwise_surrogate_gradients() {
-        for truncation in [30, 2] {
-            surrogate_gradients_at(truncation);
+        for (truncation, sigma) in [(30, 1.0), (2, 1.0), (30, 2.5)] {
+            surrogate_gradients_at(truncation, sigma);
         }
     }
 
-    fn surrogate_gradients_at(truncation: usize) {
+    fn surrogate_gradients_at(truncation: usize, sigma: f64) {
         let grades = [2.0, 0.0, 1.0, 3.0, 1.0];
         let raw = [0.3, -0.2, 0.9, 0.1, -1.4];
         let rows = [0u32, 1, 2, 3, 4];
-        let lambdas = query_lambdas(&rows, &grades, &raw, truncation);
+        let lambdas = query_lambdas(&rows, &grades, &raw, truncation, sigma);
         // The weight of each pair at the current scores, and the surrogate.
         let order = by_score(&rows, &raw);
         let rank = |r: usize| order.iter().position(|&o| o as usize == r).unwrap();
@@ -288,8 +295,8 @@ mod tests {
             }
         }
         let surrogate =
-            |s: &[f64]| -> f64 { pairs.iter().map(|&(a, b, w)| w * (1.0 + (-SIGMA * (s[a] - s[b])).exp()).ln()).sum() };
-        let sum: f64 = pairs.iter().map(|&(a, b, w)| 2.0 * SIGMA * w / (1.0 + (SIGMA * (raw[a] - raw[b])).exp())).sum();
+            |s: &[f64]| -> f64 { pairs.iter().map(|&(a, b, w)| w * (1.0 + (-sigma * (s[a] - s[b])).exp()).ln()).sum() };
+        let sum: f64 = pairs.iter().map(|&(a, b, w)| 2.0 * sigma * w / (1.0 + (sigma * (raw[a] - raw[b])).exp())).sum();
         let factor = (1.0 + sum).log2() / sum;
         for r in 0..5 {
             let eps = 1e-6;
@@ -312,8 +319,8 @@ mod tests {
     /// A query whose grades are all equal, or of one row, has no pairs.
     #[test]
     fn queries_without_pairs_have_no_gradient() {
-        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], 30), vec![[0.0; 2]; 2]);
-        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], 30), vec![[0.0; 2]]);
+        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], 30, 1.0), vec![[0.0; 2]; 2]);
+        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], 30, 1.0), vec![[0.0; 2]]);
     }
 
     /// Grades outside 0..=30 or with a fraction are refused by name.

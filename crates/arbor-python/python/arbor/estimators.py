@@ -465,6 +465,7 @@ class _Boosting(_ArborEstimator):
         tweedie_power=None,
         ndcg_at=None,
         lambdarank_truncation_level=None,
+        sigmoid=None,
         monotone=None,
         interaction_constraints=None,
         class_weight=None,
@@ -493,6 +494,7 @@ class _Boosting(_ArborEstimator):
         self.tweedie_power = tweedie_power
         self.ndcg_at = ndcg_at
         self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.sigmoid = sigmoid
         self.monotone = monotone
         self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight
