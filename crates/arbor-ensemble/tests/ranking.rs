@@ -120,7 +120,10 @@ fn the_truncation_level_cuts_the_pairs() {
     assert_eq!(scores("n_rounds=10 lambdarank_truncation_level=27"), every_pair);
     assert_ne!(scores("n_rounds=10 lambdarank_truncation_level=3"), every_pair);
     let model = fit(&train, "n_rounds=2 lambdarank_truncation_level=3").unwrap();
-    assert_eq!(model.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 3, sigmoid: 1.0 });
+    assert_eq!(
+        model.boosting().unwrap().loss,
+        Loss::Lambdarank { ndcg_at: 10, truncation: 3, sigmoid: 1.0, exp_gain: true }
+    );
 }
 
 /// `sigmoid` (LightGBM's `σ`) steepens each pair's logistic: the trees
@@ -136,7 +139,32 @@ fn sigmoid_steepens_the_pairs_and_is_recorded() {
     assert_eq!(steep.param("sigmoid"), Some("2"));
     assert_eq!(default.param("sigmoid"), Some("1"), "recorded with its loss, as ndcg_at");
     let read_back = arbor_ensemble::Model::from_bytes(&steep.to_bytes()).unwrap();
-    assert_eq!(read_back.boosting().unwrap().loss, Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.0 });
+    assert_eq!(
+        read_back.boosting().unwrap().loss,
+        Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.0, exp_gain: true }
+    );
+}
+
+/// `ndcg_exp_gain=false` (XGBoost's key) weighs grades by `y` rather than
+/// `2^y − 1`: other trees, and grades past 30, which exponential gains
+/// refuse by the label's name, train.
+#[test]
+fn linear_gains_take_any_grade() {
+    let train = read("rank_train.parquet");
+    let test = read("rank_test.parquet");
+    let exponential = fit(&train, "n_rounds=10").unwrap();
+    let linear = fit(&train, "n_rounds=10 ndcg_exp_gain=false").unwrap();
+    assert_ne!(linear.score(&test).unwrap().values(), exponential.score(&test).unwrap().values());
+    assert_eq!(linear.param("ndcg_exp_gain"), Some("false"));
+    let grades = train.column_by_name("label").unwrap().as_primitive::<Int32Type>();
+    let scaled: Int32Array = grades.iter().map(|g| g.map(|g| g * 16)).collect();
+    let scaled = with_column(&train, "label", Arc::new(scaled));
+    let refused = message(fit(&scaled, "n_rounds=2"));
+    assert!(refused.contains("label 'label'") && refused.contains("from 0 to 30; found 32"), "{refused}");
+    // Grades up to 64 rank as well as the same grades unscaled: NDCG is a ratio.
+    let model = fit(&scaled, "ndcg_exp_gain=false").unwrap();
+    let score = ndcg(&model, &test, 10);
+    assert!(score >= 0.70, "NDCG@10 {score}");
 }
 
 /// Rows of a query need not be contiguous: the rows shuffled across

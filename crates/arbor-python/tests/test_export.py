@@ -182,6 +182,21 @@ def test_a_ranker_exports_as_rank_ndcg_and_lambdarank(tmp_path):
     np.testing.assert_allclose(ranker.predict(exported_matrix(model, test)), reference, rtol=1e-12)
     onnx = onnx_outputs(model, test, tmp_path / "model.onnx")["prediction"][:, 0]
     np.testing.assert_allclose(onnx, reference, rtol=1e-5, atol=1e-5)
+    # Linear gains travel as XGBoost's own flag.
+    linear = _arbor.train(
+        table.drop_columns(["label", "query"]),
+        table.column("label").combine_chunks(),
+        options=BOOSTING + [("ndcg_exp_gain", "false")],
+        group=table.column("query").combine_chunks(),
+    )
+    booster = xgboost_booster(linear, tmp_path / "linear.json")
+    objective = json.loads(booster.save_config())["learner"]["objective"]
+    assert objective["lambdarank_param"]["ndcg_exp_gain"] == "0"
+    # (XGBoost's 32-bit thresholds send a few of this file's 64-bit values
+    # the other way, docs/interop.md; LightGBM's text keeps them exact.)
+    linear.export(tmp_path / "linear.txt", format="lightgbm-text")
+    ranker = lgb.Booster(model_file=str(tmp_path / "linear.txt"))
+    np.testing.assert_allclose(ranker.predict(exported_matrix(linear, test)), arbor_outputs(linear, test), rtol=1e-12)
 
 
 def test_unweighted_votes_export_as_vote_shares(tmp_path):

@@ -56,6 +56,10 @@ def test_ranker_scores_as_the_command_line_does(rank, arbor_cli, tmp_path):
     steep = arbor.GradientBoostingRanker(sigmoid=2.0, **OPTIONS).fit(X, y, group=query)
     assert steep.model_.info()["params"]["sigmoid"] == "2"
     assert not np.array_equal(steep.predict(Xt), ranker.predict(Xt))
+    # ndcg_exp_gain=False (XGBoost's keyword): linear gains, in training and in score.
+    linear = arbor.GradientBoostingRanker(ndcg_exp_gain=False, **OPTIONS).fit(X, y, group=query)
+    assert linear.model_.info()["params"]["ndcg_exp_gain"] == "false"
+    assert 0.6 < linear.score(Xt, yt, qt) != ranker.score(Xt, yt, qt)
 
 
 def test_early_stopping_watches_ndcg_on_held_out_queries(rank):

@@ -141,11 +141,11 @@ fn objective(exported: &ExportedTrees<'_>) -> (Value, &'static str, usize, usize
             (json!({"name": "reg:tweedie", "tweedie_regression_param": param}), "1", 0, 1)
         }
         // A ranking model's output is its raw score.
-        Loss::Lambdarank { truncation, .. } => {
+        Loss::Lambdarank { truncation, exp_gain, .. } => {
             let param = json!({
                 "lambdarank_pair_method": "topk",
                 "lambdarank_num_pair_per_sample": truncation.to_string(),
-                "ndcg_exp_gain": "1",
+                "ndcg_exp_gain": if exp_gain { "1" } else { "0" },
                 "lambdarank_normalization": "1",
                 "lambdarank_score_normalization": "1",
                 "lambdarank_unbiased": "0",

@@ -124,6 +124,7 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "ndcg_at",
     "lambdarank_truncation_level",
     "sigmoid",
+    "ndcg_exp_gain",
     "monotone",
     "interaction_constraints",
     "class_weight",
@@ -265,7 +266,7 @@ pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
         "alpha" => Some("quantile"),
         "huber_delta" => Some("huber"),
         "tweedie_power" => Some("tweedie"),
-        "ndcg_at" | "lambdarank_truncation_level" | "sigmoid" => Some("lambdarank"),
+        "ndcg_at" | "lambdarank_truncation_level" | "sigmoid" | "ndcg_exp_gain" => Some("lambdarank"),
         _ => None,
     }
 }
@@ -774,6 +775,20 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| SIGMOID.number(k, p.boosting.sigmoid),
         value: |r| r.params.boosting.sigmoid.to_string(),
         recorded: |p| with_its_loss(p, "sigmoid"),
+    },
+    KeySpec {
+        name: "ndcg_exp_gain",
+        applies: Applies::Boosting,
+        about: "Whether `loss=lambdarank`'s grades gain `2^y − 1` in the NDCG (grades 0 to 30) or `y` \
+                (any whole grade): XGBoost's key and default.",
+        accepts: booleans,
+        set: |p, k, v| {
+            p.boosting.ndcg_exp_gain = parse_bool(k, v)?;
+            Ok(())
+        },
+        check: any,
+        value: |r| r.params.boosting.ndcg_exp_gain.to_string(),
+        recorded: |p| with_its_loss(p, "ndcg_exp_gain"),
     },
     KeySpec {
         name: "monotone",

@@ -324,14 +324,14 @@ mod tests {
         let checked = ranking.check().unwrap();
         assert_eq!(
             checked.boosting.resolve_loss(Task::Regression, 0).unwrap(),
-            Loss::Lambdarank { ndcg_at: 5, truncation: 30, sigmoid: 1.0 }
+            Loss::Lambdarank { ndcg_at: 5, truncation: 30, sigmoid: 1.0, exp_gain: true }
         );
         let deep = gb("loss=lambdarank lambdarank_truncation_level=100").unwrap().check().unwrap();
         let deep = deep.boosting.resolve_loss(Task::Regression, 0).unwrap();
-        assert_eq!(deep, Loss::Lambdarank { ndcg_at: 10, truncation: 100, sigmoid: 1.0 });
+        assert_eq!(deep, Loss::Lambdarank { ndcg_at: 10, truncation: 100, sigmoid: 1.0, exp_gain: true });
         let steep = gb("loss=lambdarank sigmoid=2.5").unwrap().check().unwrap();
         let steep = steep.boosting.resolve_loss(Task::Regression, 0).unwrap();
-        assert_eq!(steep, Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.5 });
+        assert_eq!(steep, Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 2.5, exp_gain: true });
         let e = gb("task=classification loss=lambdarank").unwrap().check().unwrap();
         let e = e.boosting.resolve_loss(Task::Classification, 5).unwrap_err().to_string();
         assert!(e.contains("lambdarank does not fit a classification task"), "{e}");

@@ -326,6 +326,8 @@ pub enum Loss {
         truncation: u32,
         /// The steepness `σ` of the pairs' logistic surrogate (LightGBM's `sigmoid`).
         sigmoid: f64,
+        /// Grades gain `2^y − 1` (else `y`; XGBoost's `ndcg_exp_gain`).
+        exp_gain: bool,
     },
 }
 
@@ -356,8 +358,9 @@ impl Loss {
         matches!(self, Loss::Lambdarank { .. })
     }
 
-    /// `loss=lambdarank` with its defaults: NDCG@10, pairs of the first 30 ranks, `σ = 1`.
-    pub const LAMBDARANK: Loss = Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 1.0 };
+    /// `loss=lambdarank` with its defaults: NDCG@10, pairs of the first 30
+    /// ranks, `σ = 1`, exponential gains.
+    pub const LAMBDARANK: Loss = Loss::Lambdarank { ndcg_at: 10, truncation: 30, sigmoid: 1.0, exp_gain: true };
 
     /// Classification losses (class probabilities out), as against regression's.
     pub fn is_classification(self) -> bool {
@@ -424,6 +427,8 @@ pub struct BoostingParams {
     pub lambdarank_truncation_level: u32,
     /// The steepness of `loss=lambdarank`'s pairwise logistic (LightGBM's `sigmoid`).
     pub sigmoid: f64,
+    /// Whether `loss=lambdarank`'s grades gain `2^y − 1` (else `y`; XGBoost's `ndcg_exp_gain`).
+    pub ndcg_exp_gain: bool,
     /// Binary classification: the positive (second) class's rows weigh
     /// this many times their weight (XGBoost's `scale_pos_weight`).
     pub scale_pos_weight: f64,
@@ -461,6 +466,7 @@ impl Default for BoostingParams {
             ndcg_at: 10,
             lambdarank_truncation_level: 30,
             sigmoid: 1.0,
+            ndcg_exp_gain: true,
             scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,
@@ -521,6 +527,7 @@ impl BoostingParams {
                 ndcg_at: self.ndcg_at,
                 truncation: self.lambdarank_truncation_level,
                 sigmoid: self.sigmoid,
+                exp_gain: self.ndcg_exp_gain,
             },
             loss => loss,
         })

@@ -22,7 +22,7 @@ use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
-use crate::train::ranking::Queries;
+use crate::train::ranking::{Gain, Pairs, Queries};
 use crate::train::walk_values::WalkValues;
 use crate::{
     Algorithm, ArborError, BoostingParams, CheckedParams, ImportanceKind, Loss, Progress, Result, Voting,
@@ -194,8 +194,13 @@ fn boost(
         // A ranker's derivatives are taken query by query, over every
         // training row (a sample then grows on its rows' share, as LightGBM's bagging).
         let lambdas = match (&target, &queries, loss) {
-            (LossTarget::Ranked { grades, .. }, Some(queries), Loss::Lambdarank { truncation, sigmoid, .. }) => {
-                Some(queries.lambdas(grades, &raw, &train_queries, truncation as usize, sigmoid))
+            (
+                LossTarget::Ranked { grades, .. },
+                Some(queries),
+                Loss::Lambdarank { truncation, sigmoid, exp_gain, .. },
+            ) => {
+                let pairs = Pairs { truncation: truncation as usize, sigmoid, gain: Gain::exponential(exp_gain) };
+                Some(queries.lambdas(grades, &raw, &train_queries, pairs))
             }
             _ => None,
         };

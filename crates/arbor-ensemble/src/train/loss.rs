@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use arbor_kernels::RowStats;
 
-use crate::train::ranking::{check_grades, Queries};
+use crate::train::ranking::{check_grades, Gain, Queries};
 use crate::{ArborError, Loss, Result};
 
 /// Rows per parallel work unit of the per-row passes.
@@ -231,7 +231,7 @@ impl Loss {
         let strict = match self {
             Loss::Poisson | Loss::Tweedie { .. } => false,
             Loss::Gamma => true,
-            Loss::Lambdarank { .. } => return check_grades(label, y),
+            Loss::Lambdarank { exp_gain, .. } => return check_grades(label, y, Gain::exponential(exp_gain)),
             _ => return Ok(()),
         };
         check_positive_labels(label, y, &format!("loss={}", self.name()), strict)
@@ -298,8 +298,9 @@ impl Loss {
         raw: &[f64],
         outputs: usize,
     ) -> f64 {
-        if let (Loss::Lambdarank { ndcg_at, .. }, LossTarget::Ranked { grades, queries }) = (self, target) {
-            return queries.ndcg_loss(grades, raw, |r| weight.get(r), rows, ndcg_at as usize);
+        if let (Loss::Lambdarank { ndcg_at, exp_gain, .. }, LossTarget::Ranked { grades, queries }) = (self, target) {
+            let gain = Gain::exponential(exp_gain);
+            return queries.ndcg_loss(grades, raw, |r| weight.get(r), rows, ndcg_at as usize, gain);
         }
         // Partial sums over fixed chunks, added in chunk order: the same
         // value whatever the thread count.

@@ -20,9 +20,48 @@ use rayon::prelude::*;
 use crate::data::dataset::dense_ids;
 use crate::{ArborError, Result};
 
-/// The highest relevance grade: a grade `y` gains `2^y − 1`, and LightGBM's
-/// default `label_gain` stops at grade 30.
+/// The highest relevance grade under exponential gains: a grade `y` gains
+/// `2^y − 1`, and LightGBM's default `label_gain` stops at grade 30.
 pub(crate) const MAX_GRADE: f64 = 30.0;
+
+/// What a relevance grade `y` gains in the DCG (XGBoost's `ndcg_exp_gain`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gain {
+    /// `2^y − 1` (LightGBM's default `label_gain`, XGBoost's default), grades 0 to 30.
+    Exponential,
+    /// `y`, any whole grade from 0.
+    Linear,
+}
+
+impl Gain {
+    /// The gain of `grade`.
+    #[inline]
+    fn of(self, grade: f64) -> f64 {
+        match self {
+            Gain::Exponential => grade.exp2() - 1.0,
+            Gain::Linear => grade,
+        }
+    }
+
+    /// The gain of XGBoost's flag `ndcg_exp_gain`.
+    pub(crate) fn exponential(exp: bool) -> Gain {
+        if exp {
+            Gain::Exponential
+        } else {
+            Gain::Linear
+        }
+    }
+}
+
+/// How a ranker weighs its pairs: those with a row among the first
+/// `truncation` of its query, under a logistic of steepness `sigmoid`,
+/// their NDCG change measured with `gain`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pairs {
+    pub truncation: usize,
+    pub sigmoid: f64,
+    pub gain: Gain,
+}
 
 /// The training rows grouped by query: each query's rows ascending, and
 /// each row's query. Queries are numbered by their ids' order.
@@ -80,19 +119,12 @@ impl Queries {
     /// Each row's LambdaMART gradient and hessian (unweighted; zero for
     /// rows outside `queries`, those [`Queries::queries_in`] the training
     /// rows), at raw scores `raw`, for relevance grades `grades`, weighing
-    /// the pairs with a row among the first `truncation` of its query.
+    /// the pairs as `pairs` says.
     /// Queries are independent: each is computed on its own, so the result
     /// does not depend on the threads.
-    pub(crate) fn lambdas(
-        &self,
-        grades: &[f64],
-        raw: &[f64],
-        queries: &[usize],
-        truncation: usize,
-        sigmoid: f64,
-    ) -> Vec<[f64; 2]> {
+    pub(crate) fn lambdas(&self, grades: &[f64], raw: &[f64], queries: &[usize], pairs: Pairs) -> Vec<[f64; 2]> {
         let per_query: Vec<Vec<[f64; 2]>> =
-            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, truncation, sigmoid)).collect();
+            queries.par_iter().map(|&q| query_lambdas(self.rows_of(q), grades, raw, pairs)).collect();
         let mut out = vec![[0.0; 2]; raw.len()];
         for (&q, lambdas) in queries.iter().zip(per_query) {
             for (&r, l) in self.rows_of(q).iter().zip(lambdas) {
@@ -103,7 +135,7 @@ impl Queries {
     }
 
     /// One minus the mean NDCG@`k` of the queries of `rows` at raw scores
-    /// `raw` (lower is better, as the other losses), each query weighing
+    /// `raw` (lower is better, as the other losses), grades gaining `gain`, each query weighing
     /// its rows' mean `weight`. A query with nothing relevant counts as
     /// ranked perfectly (NDCG 1), as LightGBM and XGBoost count it.
     pub(crate) fn ndcg_loss(
@@ -113,6 +145,7 @@ impl Queries {
         weight: impl Fn(usize) -> f64 + Sync,
         rows: &[u32],
         k: usize,
+        gain: Gain,
     ) -> f64 {
         let queries = self.queries_in(rows);
         let scored: Vec<(f64, f64)> = queries
@@ -120,7 +153,7 @@ impl Queries {
             .map(|&q| {
                 let rows = self.rows_of(q);
                 let w = rows.iter().map(|&r| weight(r as usize)).sum::<f64>() / rows.len() as f64;
-                (w, ndcg(rows, grades, raw, k))
+                (w, ndcg(rows, grades, raw, k, gain))
             })
             .collect();
         let (total, weight_sum) = scored.iter().fold((0.0, 0.0), |(t, s), &(w, n)| (t + w * n, s + w));
@@ -130,12 +163,6 @@ impl Queries {
             0.0
         }
     }
-}
-
-/// A grade's gain, `2^y − 1`.
-#[inline]
-fn gain(grade: f64) -> f64 {
-    grade.exp2() - 1.0
 }
 
 /// The discount of 0-based rank `i`, `1 / log2(i + 2)`.
@@ -152,30 +179,30 @@ fn by_score(rows: &[u32], raw: &[f64]) -> Vec<u32> {
 }
 
 /// The best DCG@`k` the grades of `rows` allow.
-fn ideal_dcg(rows: &[u32], grades: &[f64], k: usize) -> f64 {
+fn ideal_dcg(rows: &[u32], grades: &[f64], k: usize, gain: Gain) -> f64 {
     let mut g: Vec<f64> = rows.iter().map(|&r| grades[r as usize]).collect();
     g.sort_by(|a, b| b.total_cmp(a));
-    g.iter().take(k).enumerate().map(|(i, &y)| gain(y) * discount(i)).sum()
+    g.iter().take(k).enumerate().map(|(i, &y)| gain.of(y) * discount(i)).sum()
 }
 
 /// NDCG@`k` of one query's rows ranked by `raw` (1 when nothing is relevant).
-pub(crate) fn ndcg(rows: &[u32], grades: &[f64], raw: &[f64], k: usize) -> f64 {
-    let ideal = ideal_dcg(rows, grades, k);
+pub(crate) fn ndcg(rows: &[u32], grades: &[f64], raw: &[f64], k: usize, gain: Gain) -> f64 {
+    let ideal = ideal_dcg(rows, grades, k, gain);
     if ideal <= 0.0 {
         return 1.0;
     }
     let dcg: f64 =
-        by_score(rows, raw).iter().take(k).enumerate().map(|(i, &r)| gain(grades[r as usize]) * discount(i)).sum();
+        by_score(rows, raw).iter().take(k).enumerate().map(|(i, &r)| gain.of(grades[r as usize]) * discount(i)).sum();
     dcg / ideal
 }
 
 /// One query's LambdaMART derivatives (see the module's documentation),
-/// in the order of `rows`, over the pairs with a row among the first
-/// `truncation`, under a logistic of steepness `sigma`.
-fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize, sigma: f64) -> Vec<[f64; 2]> {
+/// in the order of `rows`, over the pairs `pairs` weighs.
+fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], pairs: Pairs) -> Vec<[f64; 2]> {
+    let Pairs { truncation, sigmoid: sigma, gain } = pairs;
     let n = rows.len();
     let mut out = vec![[0.0; 2]; n];
-    let ideal = ideal_dcg(rows, grades, truncation);
+    let ideal = ideal_dcg(rows, grades, truncation, gain);
     if n < 2 || ideal <= 0.0 {
         return out;
     }
@@ -197,7 +224,7 @@ fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize, s
             let (high, low) = if grade(i) > grade(j) { (i, j) } else { (j, i) };
             let delta_score = score(high) - score(low);
             let mut delta_ndcg =
-                (gain(grade(high)) - gain(grade(low))) * (discounts[high] - discounts[low]).abs() * inverse_ideal;
+                (gain.of(grade(high)) - gain.of(grade(low))) * (discounts[high] - discounts[low]).abs() * inverse_ideal;
             if !all_equal {
                 delta_ndcg /= 0.01 + delta_score.abs();
             }
@@ -221,12 +248,17 @@ fn query_lambdas(rows: &[u32], grades: &[f64], raw: &[f64], truncation: usize, s
     out
 }
 
-/// An error unless every grade is a whole number from 0 to [`MAX_GRADE`],
+/// An error unless every grade is a whole number from 0 to [`MAX_GRADE`]
+/// (exponential gains; linear ones take any whole grade up to `u32::MAX`),
 /// naming the label column and the first grade refused.
-pub(crate) fn check_grades(label: &str, y: &[f64]) -> Result<()> {
-    match y.iter().find(|&&v| !(0.0..=MAX_GRADE).contains(&v) || v.fract() != 0.0) {
+pub(crate) fn check_grades(label: &str, y: &[f64], gain: Gain) -> Result<()> {
+    let max = match gain {
+        Gain::Exponential => MAX_GRADE,
+        Gain::Linear => f64::from(u32::MAX),
+    };
+    match y.iter().find(|&&v| !(0.0..=max).contains(&v) || v.fract() != 0.0) {
         Some(bad) => Err(ArborError::Data(format!(
-            "label '{label}': loss=lambdarank needs relevance grades, whole numbers from 0 to {MAX_GRADE}; found {bad}"
+            "label '{label}': loss=lambdarank needs relevance grades, whole numbers from 0 to {max}; found {bad}"
         ))),
         None => Ok(()),
     }
@@ -235,6 +267,8 @@ pub(crate) fn check_grades(label: &str, y: &[f64]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const DEFAULT_PAIRS: Pairs = Pairs { truncation: 30, sigmoid: 1.0, gain: Gain::Exponential };
 
     /// Queries group their rows whatever order the ids come in.
     #[test]
@@ -252,14 +286,14 @@ mod tests {
     fn ndcg_is_dcg_over_the_ideal() {
         let grades = [0.0, 1.0, 3.0];
         let rows = [0, 1, 2];
-        assert_eq!(ndcg(&rows, &grades, &[0.0, 1.0, 2.0], 10), 1.0);
-        let got = ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 10);
+        assert_eq!(ndcg(&rows, &grades, &[0.0, 1.0, 2.0], 10, Gain::Exponential), 1.0);
+        let got = ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 10, Gain::Exponential);
         // Reversed: grade 0 first (gain 0), grade 1 second, grade 3 third.
         let expected = (1.0 / 3f64.log2() + 7.0 / 4f64.log2()) / (7.0 + 1.0 / 3f64.log2());
         assert!((got - expected).abs() < 1e-15, "{got} vs {expected}");
-        assert_eq!(ndcg(&rows, &[0.0; 3], &[2.0, 1.0, 0.0], 10), 1.0);
+        assert_eq!(ndcg(&rows, &[0.0; 3], &[2.0, 1.0, 0.0], 10, Gain::Exponential), 1.0);
         // Cut at 1: only the top row counts.
-        assert_eq!(ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 1), 0.0);
+        assert_eq!(ndcg(&rows, &grades, &[2.0, 1.0, 0.0], 1, Gain::Exponential), 0.0);
     }
 
     /// The gradients are those of the pairwise surrogate `Σ |ΔNDCG| log(1 +
@@ -269,25 +303,30 @@ mod tests {
     /// normalisation (undone here), with every pair and with the first two ranks'.
     #[test]
     fn lambdas_are_the_pairwise_surrogate_gradients() {
-        for (truncation, sigma) in [(30, 1.0), (2, 1.0), (30, 2.5)] {
-            surrogate_gradients_at(truncation, sigma);
+        for (truncation, sigma, gain) in [
+            (30, 1.0, Gain::Exponential),
+            (2, 1.0, Gain::Exponential),
+            (30, 2.5, Gain::Exponential),
+            (30, 1.0, Gain::Linear),
+        ] {
+            surrogate_gradients_at(truncation, sigma, gain);
         }
     }
 
-    fn surrogate_gradients_at(truncation: usize, sigma: f64) {
+    fn surrogate_gradients_at(truncation: usize, sigma: f64, gain: Gain) {
         let grades = [2.0, 0.0, 1.0, 3.0, 1.0];
         let raw = [0.3, -0.2, 0.9, 0.1, -1.4];
         let rows = [0u32, 1, 2, 3, 4];
-        let lambdas = query_lambdas(&rows, &grades, &raw, truncation, sigma);
+        let lambdas = query_lambdas(&rows, &grades, &raw, Pairs { truncation, sigmoid: sigma, gain });
         // The weight of each pair at the current scores, and the surrogate.
         let order = by_score(&rows, &raw);
         let rank = |r: usize| order.iter().position(|&o| o as usize == r).unwrap();
-        let ideal = ideal_dcg(&rows, &grades, truncation);
+        let ideal = ideal_dcg(&rows, &grades, truncation, gain);
         let mut pairs = Vec::new();
         for a in 0..5 {
             for b in 0..5 {
                 if grades[a] > grades[b] && rank(a).min(rank(b)) < truncation {
-                    let w = (gain(grades[a]) - gain(grades[b])) * (discount(rank(a)) - discount(rank(b))).abs()
+                    let w = (gain.of(grades[a]) - gain.of(grades[b])) * (discount(rank(a)) - discount(rank(b))).abs()
                         / ideal
                         / (0.01 + (raw[a] - raw[b]).abs());
                     pairs.push((a, b, w));
@@ -319,16 +358,18 @@ mod tests {
     /// A query whose grades are all equal, or of one row, has no pairs.
     #[test]
     fn queries_without_pairs_have_no_gradient() {
-        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], 30, 1.0), vec![[0.0; 2]; 2]);
-        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], 30, 1.0), vec![[0.0; 2]]);
+        assert_eq!(query_lambdas(&[0, 1], &[2.0, 2.0], &[0.5, 0.1], DEFAULT_PAIRS), vec![[0.0; 2]; 2]);
+        assert_eq!(query_lambdas(&[0], &[3.0], &[0.5], DEFAULT_PAIRS), vec![[0.0; 2]]);
     }
 
-    /// Grades outside 0..=30 or with a fraction are refused by name.
+    /// Grades outside 0..=30 (exponential gains) or with a fraction are refused by name.
     #[test]
     fn grades_are_whole_and_bounded() {
-        assert!(check_grades("rel", &[0.0, 4.0, 30.0]).is_ok());
+        assert!(check_grades("rel", &[0.0, 4.0, 30.0], Gain::Exponential).is_ok());
+        assert!(check_grades("rel", &[0.0, 31.0, 1000.0], Gain::Linear).is_ok(), "linear gains take any grade");
+        assert!(check_grades("rel", &[2.5], Gain::Linear).is_err());
         for bad in [-1.0, 31.0, 1.5, f64::NAN] {
-            let err = check_grades("rel", &[0.0, bad]).unwrap_err().to_string();
+            let err = check_grades("rel", &[0.0, bad], Gain::Exponential).unwrap_err().to_string();
             assert!(err.contains("label 'rel'") && err.contains("lambdarank"), "{err}");
         }
     }

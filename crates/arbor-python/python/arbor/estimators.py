@@ -466,6 +466,7 @@ class _Boosting(_ArborEstimator):
         ndcg_at=None,
         lambdarank_truncation_level=None,
         sigmoid=None,
+        ndcg_exp_gain=None,
         monotone=None,
         interaction_constraints=None,
         class_weight=None,
@@ -495,6 +496,7 @@ class _Boosting(_ArborEstimator):
         self.ndcg_at = ndcg_at
         self.lambdarank_truncation_level = lambdarank_truncation_level
         self.sigmoid = sigmoid
+        self.ndcg_exp_gain = ndcg_exp_gain
         self.monotone = monotone
         self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight
@@ -603,7 +605,8 @@ class GradientBoostingRanker(_Boosting):
 
     def score(self, X, y, group) -> float:
         """Mean NDCG@``ndcg_at`` of the queries of ``group`` ranked by ``predict(X)``
-        (gain ``2^y - 1``; a query with nothing relevant counts 1, as LightGBM's)."""
+        (gain ``2^y - 1``, or ``y`` with ``ndcg_exp_gain=False``; a query with
+        nothing relevant counts 1, as LightGBM's)."""
         scores = self.predict(X)
         grades = np.asarray(y, dtype=np.float64)
         ids = np.asarray(group)
@@ -611,7 +614,7 @@ class GradientBoostingRanker(_Boosting):
         total = []
         for query in np.unique(ids):
             rows = np.flatnonzero(ids == query)
-            gains = np.exp2(grades[rows]) - 1.0
+            gains = grades[rows] if self.ndcg_exp_gain is False else np.exp2(grades[rows]) - 1.0
             order = np.argsort(-scores[rows], kind="stable")
             discount = 1.0 / np.log2(np.arange(2, min(k, len(rows)) + 2))
             ideal = np.sum(np.sort(gains)[::-1][: len(discount)] * discount)
