@@ -45,8 +45,9 @@ pub struct MedianScan {
     order: Vec<u32>,
     regrouped: Vec<u32>,
     bins: Vec<u16>,
-    /// The node's absolute error around its median.
+    /// The node's absolute error around its median, and the median.
     node_error: f64,
+    median: f64,
     /// The node's statistics `[count, weight, Σ w·y]`.
     total: [f64; 3],
 }
@@ -98,8 +99,18 @@ impl MedianScan {
             self.fenwick.add(self.rank[i] as usize, self.y[i], self.weight[i]);
         }
         let (error, median) = self.fenwick.median_error(&self.sorted_y);
-        self.node_error = error;
+        (self.node_error, self.median) = (error, median);
         (error, median)
+    }
+
+    /// The weighted median of `rows` (see [`MedianScan::rank`]): kept from
+    /// the last ranking when that was of these rows in this order (a node
+    /// searched for a split, then made a leaf), else ranked now.
+    pub fn median(&mut self, rows: &[u32], y: &[f64], weights: &[f64], counts: &[f64]) -> f64 {
+        if self.rows.as_slice() == rows && !rows.is_empty() {
+            return self.median;
+        }
+        self.rank(rows, y, weights, counts).1
     }
 
     /// The best split of the ranked node on one feature's bins (`column`,
@@ -464,6 +475,8 @@ mod tests {
             let pairs: Vec<(f64, f64)> = y.iter().copied().zip(w.iter().copied()).collect();
             let expected = brute_error(&pairs);
             prop_assert!((error - expected).abs() <= 1e-9 * (1.0 + error.abs()));
+            prop_assert_eq!(scan.median(&rows, &y, &w, &w), median, "kept for the rows just ranked");
+            prop_assert_eq!(MedianScan::default().median(&rows, &y, &w, &w), median, "or ranked anew");
             if fractional {
                 // Whether fractional weights stop at exactly half depends on
                 // rounding: either answer is a median (of the least error).

@@ -75,12 +75,13 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         best
     }
 
-    /// The weighted median of node `p`'s responses: its leaf value.
+    /// The weighted median of node `p`'s responses: its leaf value (a node
+    /// just searched keeps the median its search found).
     pub(super) fn median(&mut self, p: &Pending) -> f64 {
         let &HistogramTarget::Values { y } = self.data.target else {
             unreachable!("absolute error is a regression criterion")
         };
         let rows = &self.rows[p.start..p.end];
-        self.buffers.median.rank(rows, y, self.data.weights, self.data.counts).1
+        self.buffers.median.median(rows, y, self.data.weights, self.data.counts)
     }
 }
