@@ -12,8 +12,9 @@ use std::path::PathBuf;
 use arbor::ensemble::{CheckedParams, LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor::kernels::{
-    build_histogram, build_histogram_packed, build_row_histograms, count_keys, CompactHistogram, HistogramTarget,
-    RecordSums, RowBins, RowRecords, RowStats, ValueRecordSums,
+    build_histogram, build_histogram_packed, build_row_histograms, build_row_histograms_quantized, count_keys,
+    CompactHistogram, HistogramTarget, QuantizedScales, QuantizedStats, RecordSums, RowBins, RowRecords, RowStats,
+    ValueRecordSums,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -44,6 +45,8 @@ fn train(data: &TrainingData, options: &str) -> Model {
 /// - `classes/<level>`, `gradients/<level>`: column-wise, one feature
 ///   (`dep_delay`) at a time, as random forests build them;
 /// - `rows/<level>`: row-wise, every feature at once, as boosting builds them;
+/// - `rows_quantized/<level>`: the same from quantized gradients
+///   (`use_quantized_grad`), summed in 32-bit integer lanes;
 /// - `counts/<level>`, `records/<level>`: forests' class histograms as
 ///   integer counts (no sample weights), compacted to the occupied bins:
 ///   gathered by row id, or read in order from the node's row records;
@@ -74,6 +77,8 @@ fn histogram(c: &mut Criterion) {
     let gradients = HistogramTarget::Gradients { grad: &grad, hess: &hess };
     let row_bins = RowBins::new(&matrix).expect("flights has at most 256 bins per feature");
     let stats: Vec<RowStats> = (0..n).map(|r| [1.0, grad[r], hess[r], 0.0]).collect();
+    let quantized: Vec<QuantizedStats> = (0..n).map(|r| [1, (r % 5) as i16 - 2, (r % 7) as i16, 0]).collect();
+    let scales = QuantizedScales { grad: 0.5, hess: 0.125 };
     let f = data.features().iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
     let n_bins = matrix.mapper(f).n_bins();
     let keys = count_keys(&classes, &rows, &ones, &ones).expect("unit weights");
@@ -170,6 +175,23 @@ fn histogram(c: &mut Criterion) {
                     with_simd_level(level, || {
                         hist.fill(0.0);
                         build_row_histograms(&row_bins, node_rows, &stats, 0..n_features, &mut hist);
+                    })
+                    .unwrap();
+                    black_box(&hist);
+                })
+            });
+            group.bench_function(BenchmarkId::new(format!("rows_quantized{node}"), level), |b| {
+                b.iter(|| {
+                    with_simd_level(level, || {
+                        hist.fill(0.0);
+                        build_row_histograms_quantized(
+                            &row_bins,
+                            node_rows,
+                            &quantized,
+                            scales,
+                            0..n_features,
+                            &mut hist,
+                        );
                     })
                     .unwrap();
                     black_box(&hist);

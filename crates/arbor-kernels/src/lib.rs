@@ -32,6 +32,7 @@ mod traverse;
 pub use histogram::column::{build_histogram, build_histogram_packed};
 pub use histogram::compact::CompactHistogram;
 pub use histogram::count::{count_keys, keys_fit, RecordSums};
+pub use histogram::quantized::{build_row_histograms_quantized, QuantizedScales, QuantizedStats};
 pub use histogram::row::{build_row_histograms, RowBins};
 pub use histogram::target::{HistogramTarget, RowStats};
 pub use histogram::value::{build_value_histogram_records, ValueRecordSums};

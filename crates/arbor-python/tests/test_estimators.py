@@ -92,6 +92,13 @@ def test_gradient_boosting_classifier_on_flights(flights):
             "n_trees=3 criterion=absolute_error",
         ),
         (
+            arbor.GradientBoostingClassifier(
+                n_rounds=5, use_quantized_grad=True, num_grad_quant_bins=8, quant_train_renew_leaf=True
+            ),
+            "flights_cls_train",
+            "n_rounds=5 use_quantized_grad=true num_grad_quant_bins=8 quant_train_renew_leaf=true",
+        ),
+        (
             arbor.GradientBoostingRegressor(n_rounds=5, interaction_constraints=[["carat", "x"], ["cut", "color"]]),
             "diamonds_reg_train",
             "n_rounds=5 interaction_constraints=[carat,x],[cut,color]",

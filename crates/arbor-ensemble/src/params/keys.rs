@@ -125,6 +125,9 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "lambdarank_truncation_level",
     "sigmoid",
     "ndcg_exp_gain",
+    "use_quantized_grad",
+    "num_grad_quant_bins",
+    "quant_train_renew_leaf",
     "monotone",
     "interaction_constraints",
     "class_weight",
@@ -259,6 +262,7 @@ const SCALE_POS_WEIGHT: Rule = Rule::Positive;
 const NDCG_AT: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
 const TRUNCATION: Rule = Rule::CountIn { min: 1, max: u32::MAX as usize };
 const SIGMOID: Rule = Rule::Positive;
+const GRAD_QUANT_BINS: Rule = Rule::CountIn { min: 2, max: 4096 };
 
 /// The loss a parameter key belongs to (`alpha`: quantile, ...), if it is one.
 pub(crate) fn loss_of_parameter(key: &str) -> Option<&'static str> {
@@ -789,6 +793,49 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: any,
         value: |r| r.params.boosting.ndcg_exp_gain.to_string(),
         recorded: |p| with_its_loss(p, "ndcg_exp_gain"),
+    },
+    KeySpec {
+        name: "use_quantized_grad",
+        applies: Applies::Boosting,
+        about: "Round each round's gradients and hessians stochastically to whole multiples of a power-of-two \
+                unit and sum histograms in 32-bit integers (LightGBM 4's key; docs/algorithms.md, \
+                \"Quantized gradients\"); recorded only when true.",
+        accepts: booleans,
+        set: |p, k, v| {
+            p.boosting.use_quantized_grad = parse_bool(k, v)?;
+            Ok(())
+        },
+        check: any,
+        value: |r| r.params.boosting.use_quantized_grad.to_string(),
+        recorded: |p| p.boosting.use_quantized_grad,
+    },
+    KeySpec {
+        name: "num_grad_quant_bins",
+        applies: Applies::Boosting,
+        about: "With `use_quantized_grad`, the least number of levels the gradients span: the unit is the \
+                power of two at or below the largest gradient over half this (LightGBM's key and default).",
+        accepts: || GRAD_QUANT_BINS.describe(),
+        set: |p, k, v| {
+            p.boosting.num_grad_quant_bins = GRAD_QUANT_BINS.parse_count(k, v)? as u32;
+            Ok(())
+        },
+        check: |p, k| GRAD_QUANT_BINS.count(k, p.boosting.num_grad_quant_bins as usize),
+        value: |r| r.params.boosting.num_grad_quant_bins.to_string(),
+        recorded: |p| p.boosting.use_quantized_grad,
+    },
+    KeySpec {
+        name: "quant_train_renew_leaf",
+        applies: Applies::Boosting,
+        about: "With `use_quantized_grad`, set each leaf again from its rows' exact gradients once the tree \
+                is grown (LightGBM's key and default).",
+        accepts: booleans,
+        set: |p, k, v| {
+            p.boosting.quant_train_renew_leaf = parse_bool(k, v)?;
+            Ok(())
+        },
+        check: any,
+        value: |r| r.params.boosting.quant_train_renew_leaf.to_string(),
+        recorded: |p| p.boosting.use_quantized_grad,
     },
     KeySpec {
         name: "monotone",

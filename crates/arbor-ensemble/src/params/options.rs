@@ -136,6 +136,18 @@ impl TrainParams {
             if self.boosting.early_stopping_rounds == 0 && self.explicit.iter().any(|k| k == "validation_fraction") {
                 return Err(invalid("validation_fraction", "needs early_stopping_rounds > 0"));
             }
+            let quantized = &self.boosting;
+            if let Some(key) = self.explicit.iter().find(|k| {
+                !quantized.use_quantized_grad && (*k == "num_grad_quant_bins" || *k == "quant_train_renew_leaf")
+            }) {
+                return Err(invalid(key, "applies with use_quantized_grad=true only"));
+            }
+            if quantized.use_quantized_grad && quantized.quant_train_renew_leaf && !quantized.tree.monotone.is_empty() {
+                return Err(invalid(
+                    "quant_train_renew_leaf",
+                    "would set leaves past their monotone bounds; leave it false with monotone constraints",
+                ));
+            }
             for key in &self.explicit {
                 let Some(owner) = loss_of_parameter(key) else { continue };
                 if !with_its_loss(self, key) {

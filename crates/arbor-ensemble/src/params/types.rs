@@ -429,6 +429,15 @@ pub struct BoostingParams {
     pub sigmoid: f64,
     /// Whether `loss=lambdarank`'s grades gain `2^y − 1` (else `y`; XGBoost's `ndcg_exp_gain`).
     pub ndcg_exp_gain: bool,
+    /// Whether each round's gradients and hessians are rounded stochastically
+    /// to whole multiples of power-of-two units before trees grow on them
+    /// (LightGBM 4's `use_quantized_grad`; docs/algorithms.md, "Quantized gradients").
+    pub use_quantized_grad: bool,
+    /// How many levels the quantized gradients span at least (LightGBM's `num_grad_quant_bins`).
+    pub num_grad_quant_bins: u32,
+    /// Whether leaves of trees grown on quantized gradients are set again
+    /// from their rows' exact gradients (LightGBM's `quant_train_renew_leaf`).
+    pub quant_train_renew_leaf: bool,
     /// Binary classification: the positive (second) class's rows weigh
     /// this many times their weight (XGBoost's `scale_pos_weight`).
     pub scale_pos_weight: f64,
@@ -467,6 +476,9 @@ impl Default for BoostingParams {
             lambdarank_truncation_level: 30,
             sigmoid: 1.0,
             ndcg_exp_gain: true,
+            use_quantized_grad: false,
+            num_grad_quant_bins: 4,
+            quant_train_renew_leaf: false,
             scale_pos_weight: 1.0,
             early_stopping_rounds: 0,
             validation_fraction: 0.1,

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use arbor_kernels::{Criterion, HistogramTarget, Monotone, RowBins, RowStats, SplitConstraints};
+use arbor_kernels::{Criterion, HistogramTarget, Monotone, QuantizedStats, RowBins, RowStats, SplitConstraints};
 use arbor_quantize::BinnedMatrix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -22,6 +22,7 @@ use crate::train::grower::interactions::Interactions;
 use crate::train::grower::{bin_ranges, grow_tree, GrowSettings, GrownTree, RowWise, TreeWeights, FORK_MIN_ROWS};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
+use crate::train::quantized_gradients::{renew_leaves, tree_key, GradientQuantizer};
 use crate::train::ranking::{Gain, Pairs, Queries};
 use crate::train::walk_values::WalkValues;
 use crate::{
@@ -175,6 +176,11 @@ fn boost(
     let monotone = crate::params::monotone::for_training(&bp.tree.monotone, &data.features, n_classes, Some(loss))?;
     let interactions = Interactions::new(&resolve_interactions(&bp.tree.interaction_constraints, &data.features)?);
     let settings = GrowSettings { monotone, interactions, ..grow_settings(bp, features_per_node) };
+    let quantizer = bp.use_quantized_grad.then(|| GradientQuantizer::new(bp.num_grad_quant_bins));
+    // A node's integer sums stay within 32 bits when every row's bound times the rows does.
+    let integer_sums = quantizer.is_some_and(|q| q.row_bound().saturating_mul(n as u64) < 1 << 31);
+    // Leaves re-fitted to quantiles of residuals need no renewal.
+    let renew = quantizer.is_some() && bp.quant_train_renew_leaf && !loss.refits_leaves();
 
     let mut gain_per_feature = vec![0.0; n_features];
     // The best round is among this training's: a continued model's rounds are all kept.
@@ -219,21 +225,48 @@ fn boost(
             let derivatives = loss.derivatives(&round_target, &rows, weight, &raw, &proba, output, outputs);
             // Row-wise, the packed target carries the counts and the grower
             // reads no weights or counts apart: `counts` is empty then.
+            // Quantized gradients are rounded in place: every kernel sums the
+            // rounded values, the row-wise one as integers when they fit 32 bits.
+            let key = tree_key(bp.tree.seed, round, output);
             let (kernel_target, rowwise) = match (&row_bins, buffers) {
-                (Some(bins), DerivativeBuffers::Packed(stats)) => {
+                (Some(bins), DerivativeBuffers::Packed { stats, ints }) => {
                     derivatives.write_packed(stats);
+                    let quantized = quantizer.map(|q| {
+                        let scales = q.quantize_packed(key, stats, ints);
+                        let ints: &[QuantizedStats] = ints;
+                        (ints, scales)
+                    });
+                    let quantized = quantized.filter(|_| integer_sums);
                     let stats: &[RowStats] = stats;
-                    (HistogramTarget::Packed { stats }, Some(RowWise { bins, stats }))
+                    (HistogramTarget::Packed { stats }, Some(RowWise { bins, stats, quantized }))
                 }
                 (_, DerivativeBuffers::Apart { grad, hess }) => {
                     derivatives.write(grad, hess);
+                    if let Some(q) = quantizer {
+                        q.quantize_apart(key, grad, hess);
+                    }
                     let (grad, hess): (&[f64], &[f64]) = (grad, hess);
                     (HistogramTarget::Gradients { grad, hess }, None)
                 }
-                (None, DerivativeBuffers::Packed(_)) => unreachable!("packed buffers are for row-wise bins"),
+                (None, DerivativeBuffers::Packed { .. }) => unreachable!("packed buffers are for row-wise bins"),
             };
             let weights = TreeWeights { counts: Cow::Borrowed(&counts), weights: None };
-            grow_tree(&matrix, rowwise, &kernel_target, rows.into_owned(), weights, &settings, ranges.as_ref(), rng)
+            let mut grown = grow_tree(
+                &matrix,
+                rowwise,
+                &kernel_target,
+                rows.into_owned(),
+                weights,
+                &settings,
+                ranges.as_ref(),
+                rng,
+            );
+            if renew {
+                // Its rows are the grown tree's now: the derivatives are taken row by row.
+                let derivatives = loss.derivatives(&round_target, &[], weight, &raw, &proba, output, outputs);
+                renew_leaves(&mut grown, &derivatives, bp.lambda, bp.learning_rate);
+            }
+            grown
         };
         let mut round_trees: Vec<GrownTree> = Vec::with_capacity(outputs);
         for (first, rngs) in (0..outputs).step_by(slots).zip(output_rngs.chunks_mut(slots)) {
@@ -402,8 +435,15 @@ pub(crate) fn grow_settings(bp: &BoostingParams, features_per_node: usize) -> Gr
 /// the counts for the row-wise kernel, or as gradient and hessian arrays by
 /// row id for the column-wise one. Reused from round to round.
 enum DerivativeBuffers {
-    Packed(Vec<RowStats>),
-    Apart { grad: Vec<f64>, hess: Vec<f64> },
+    /// With quantized gradients, `ints` holds them as integers too.
+    Packed {
+        stats: Vec<RowStats>,
+        ints: Vec<QuantizedStats>,
+    },
+    Apart {
+        grad: Vec<f64>,
+        hess: Vec<f64>,
+    },
 }
 
 impl DerivativeBuffers {
@@ -413,7 +453,7 @@ impl DerivativeBuffers {
         if column_wise {
             DerivativeBuffers::Apart { grad: vec![0.0; n], hess: vec![0.0; n] }
         } else {
-            DerivativeBuffers::Packed(Vec::new())
+            DerivativeBuffers::Packed { stats: Vec::new(), ints: Vec::new() }
         }
     }
 }

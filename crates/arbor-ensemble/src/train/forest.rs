@@ -130,7 +130,7 @@ pub(crate) fn train_forest(
         let mut row_stats = Vec::new();
         let rowwise = row_bins.as_ref().map(|bins| {
             fill_row_stats(&target, weights, &counts, &mut row_stats);
-            RowWise { bins, stats: &row_stats }
+            RowWise { bins, stats: &row_stats, quantized: None }
         });
         let sample_weights = sample_weights.map(Cow::Owned);
         let grow = |counts| {

@@ -148,6 +148,8 @@ impl LevelBoosting {
             "interaction_constraints"
         } else if params.class_weight != crate::ClassWeight::None || bp.scale_pos_weight != 1.0 {
             "class weights"
+        } else if bp.use_quantized_grad {
+            "use_quantized_grad"
         } else {
             return None;
         };

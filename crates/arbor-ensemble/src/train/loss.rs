@@ -119,47 +119,49 @@ impl<'a> Derivatives<'a> {
         });
     }
 
+    /// Row `r`'s gradient and hessian, weighted (the hessian at least
+    /// `MIN_HESSIAN` before its weight): what [`Derivatives::write`] writes for it.
+    pub(crate) fn row(&self, r: usize) -> (f64, f64) {
+        let Derivatives { loss, target, weight, raw, proba, output, outputs, .. } = *self;
+        let w = weight.get(r);
+        let (g, h) = match (loss, target) {
+            (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
+            (Loss::Quantile { alpha }, LossTarget::Values(y)) => {
+                (if raw[r] >= y[r] { 1.0 - alpha } else { -alpha }, 1.0)
+            }
+            (Loss::Absolute, LossTarget::Values(y)) => (sign(raw[r] - y[r]), 1.0),
+            (Loss::Huber { delta }, LossTarget::Values(y)) => ((raw[r] - y[r]).clamp(-delta, delta), 1.0),
+            (Loss::Poisson, LossTarget::Values(y)) => (raw[r].exp() - y[r], (raw[r] + POISSON_MAX_DELTA_STEP).exp()),
+            (Loss::Gamma, LossTarget::Values(y)) => {
+                let ratio = y[r] * (-raw[r]).exp();
+                (1.0 - ratio, ratio)
+            }
+            (Loss::Tweedie { power }, LossTarget::Values(y)) => {
+                let (a, b) = (((1.0 - power) * raw[r]).exp(), ((2.0 - power) * raw[r]).exp());
+                (b - y[r] * a, (2.0 - power) * b - (1.0 - power) * y[r] * a)
+            }
+            (Loss::Logistic, LossTarget::Classes(labels)) => {
+                return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
+            }
+            (Loss::Softmax, LossTarget::Classes(labels)) => {
+                let p = proba[r * outputs + output];
+                let y = f64::from(labels[r] as usize == output);
+                // K/(K-1) scales the diagonal hessian to the softmax's curvature
+                // (none for a single class, whose probability is always 1).
+                let factor = if outputs > 1 { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
+                (p - y, factor * p * (1.0 - p))
+            }
+            (Loss::Lambdarank { .. }, LossTarget::Lambdas(lambdas)) => (lambdas[r][0], lambdas[r][1]),
+            _ => unreachable!("the loss was resolved for this target"),
+        };
+        (w * g, w * h.max(MIN_HESSIAN))
+    }
+
     /// Writes the derivatives of the rows whose ids are `first..first +
     /// grad.len()` to `grad` and `hess`, at `id - first` (other slots keep
     /// their values); returns those rows.
     fn chunk(&self, first: usize, grad: &mut [f64], hess: &mut [f64]) -> &'a [u32] {
-        let Derivatives { loss, target, rows, weight, raw, proba, output, outputs } = *self;
-        let derivatives = |r: usize| {
-            let w = weight.get(r);
-            let (g, h) = match (loss, target) {
-                (Loss::Squared, LossTarget::Values(y)) => (raw[r] - y[r], 1.0),
-                (Loss::Quantile { alpha }, LossTarget::Values(y)) => {
-                    (if raw[r] >= y[r] { 1.0 - alpha } else { -alpha }, 1.0)
-                }
-                (Loss::Absolute, LossTarget::Values(y)) => (sign(raw[r] - y[r]), 1.0),
-                (Loss::Huber { delta }, LossTarget::Values(y)) => ((raw[r] - y[r]).clamp(-delta, delta), 1.0),
-                (Loss::Poisson, LossTarget::Values(y)) => {
-                    (raw[r].exp() - y[r], (raw[r] + POISSON_MAX_DELTA_STEP).exp())
-                }
-                (Loss::Gamma, LossTarget::Values(y)) => {
-                    let ratio = y[r] * (-raw[r]).exp();
-                    (1.0 - ratio, ratio)
-                }
-                (Loss::Tweedie { power }, LossTarget::Values(y)) => {
-                    let (a, b) = (((1.0 - power) * raw[r]).exp(), ((2.0 - power) * raw[r]).exp());
-                    (b - y[r] * a, (2.0 - power) * b - (1.0 - power) * y[r] * a)
-                }
-                (Loss::Logistic, LossTarget::Classes(labels)) => {
-                    return arbor_kernels::logistic_derivatives(raw[r], labels[r], w, MIN_HESSIAN);
-                }
-                (Loss::Softmax, LossTarget::Classes(labels)) => {
-                    let p = proba[r * outputs + output];
-                    let y = f64::from(labels[r] as usize == output);
-                    // K/(K-1) scales the diagonal hessian to the softmax's curvature
-                    // (none for a single class, whose probability is always 1).
-                    let factor = if outputs > 1 { outputs as f64 / (outputs as f64 - 1.0) } else { 1.0 };
-                    (p - y, factor * p * (1.0 - p))
-                }
-                (Loss::Lambdarank { .. }, LossTarget::Lambdas(lambdas)) => (lambdas[r][0], lambdas[r][1]),
-                _ => unreachable!("the loss was resolved for this target"),
-            };
-            (w * g, w * h.max(MIN_HESSIAN))
-        };
+        let Derivatives { loss, target, rows, weight, raw, .. } = *self;
         // Each chunk of row ids is written by one task, from the rows that fall in it.
         debug_assert!(rows.is_sorted(), "training rows are kept in ascending order");
         let lo = rows.partition_point(|&r| (r as usize) < first);
@@ -175,7 +177,7 @@ impl<'a> Derivatives<'a> {
             }
         }
         for &r in rows {
-            let (g, h) = derivatives(r as usize);
+            let (g, h) = self.row(r as usize);
             grad[r as usize - first] = g;
             hess[r as usize - first] = h;
         }

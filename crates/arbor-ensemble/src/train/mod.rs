@@ -1,7 +1,8 @@
 //! Training: random forests ([`forest`]) and gradient boosting
 //! ([`boosting`]), both growing trees with the grower ([`grower`]) on the
 //! binned data; boosting's losses ([`loss`]), a forest's out-of-bag
-//! evaluation ([`out_of_bag`]), the values rows walk finished trees on
+//! evaluation ([`out_of_bag`]), boosting's quantized gradients
+//! ([`quantized_gradients`]), the values rows walk finished trees on
 //! ([`walk_values`]), the feature importances both compute
 //! ([`importance`]) and the progress they report ([`progress`]).
 
@@ -23,6 +24,7 @@ pub(crate) mod node_key;
 pub(crate) mod node_rows;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
+pub(crate) mod quantized_gradients;
 pub(crate) mod ranking;
 pub(crate) mod walk_values;
 

@@ -16,10 +16,10 @@ use crate::histogram::target::RowStats;
 /// every feature.
 #[derive(Clone, Debug)]
 pub struct RowBins {
-    bins: Vec<u8>,
-    n_features: usize,
+    pub(crate) bins: Vec<u8>,
+    pub(crate) n_features: usize,
     /// Feature `f`'s first bin in the all-features histogram; `n_features + 1` entries.
-    offsets: Vec<u32>,
+    pub(crate) offsets: Vec<u32>,
 }
 
 impl RowBins {
@@ -95,7 +95,7 @@ impl RowBins {
 /// vector add per cell), copied out at the end; smaller nodes add straight
 /// into the three-value histogram, where clearing and copying the wide bins
 /// would cost more.
-const WIDE_ROWS: usize = 128;
+pub(crate) const WIDE_ROWS: usize = 128;
 
 /// Adds `stats[r]` of every row of `rows` to the histograms of `features`.
 ///

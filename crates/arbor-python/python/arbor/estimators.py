@@ -467,6 +467,9 @@ class _Boosting(_ArborEstimator):
         lambdarank_truncation_level=None,
         sigmoid=None,
         ndcg_exp_gain=None,
+        use_quantized_grad=False,
+        num_grad_quant_bins=4,
+        quant_train_renew_leaf=False,
         monotone=None,
         interaction_constraints=None,
         class_weight=None,
@@ -497,6 +500,9 @@ class _Boosting(_ArborEstimator):
         self.lambdarank_truncation_level = lambdarank_truncation_level
         self.sigmoid = sigmoid
         self.ndcg_exp_gain = ndcg_exp_gain
+        self.use_quantized_grad = use_quantized_grad
+        self.num_grad_quant_bins = num_grad_quant_bins
+        self.quant_train_renew_leaf = quant_train_renew_leaf
         self.monotone = monotone
         self.interaction_constraints = interaction_constraints
         self.class_weight = class_weight

@@ -13,9 +13,10 @@
 //! node's best split and [`split`] applies it or makes the node a leaf.
 
 use arbor_kernels::{
-    build_histogram, build_row_histograms, count_key, count_keys, count_weight, keys_fit, value_records_variance_until,
-    CompactHistogram, CountKey, Criterion, HistogramTarget, MedianScan, Monotone, RecordSums, RowBins, RowRecords,
-    RowStats, SplitCandidate, SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
+    build_histogram, build_row_histograms, build_row_histograms_quantized, count_key, count_keys, count_weight,
+    keys_fit, value_records_variance_until, CompactHistogram, CountKey, Criterion, HistogramTarget, MedianScan,
+    Monotone, QuantizedScales, QuantizedStats, RecordSums, RowBins, RowRecords, RowStats, SplitCandidate,
+    SplitConstraints, Stats, ValueRecordSums, UNCHARGED_DEGREES,
 };
 use std::borrow::Cow;
 
@@ -236,6 +237,9 @@ impl Layout {
             rest = tail;
         }
         let fill = |(features, part): &mut (std::ops::Range<usize>, &mut [f64])| match rowwise {
+            Some(RowWise { bins, quantized: Some((ints, scales)), .. }) => {
+                build_row_histograms_quantized(bins, rows, ints, scales, features.clone(), part)
+            }
             Some(rw) => build_row_histograms(rw.bins, rows, rw.stats, features.clone(), part),
             None => build_histogram(matrix.column(features.start), rows, weights, counts, target, part),
         };
@@ -255,6 +259,10 @@ pub(crate) struct RowWise<'a> {
     pub bins: &'a RowBins,
     /// Indexed by row id (see [`fill_row_stats`]); only the tree's rows are read.
     pub stats: &'a [RowStats],
+    /// The same statistics as integers and their units, when they are
+    /// quantized gradients whose sums fit 32 bits: the histograms are then
+    /// summed in integers, to the same bits.
+    pub quantized: Option<(&'a [QuantizedStats], QuantizedScales)>,
 }
 
 /// Row `r`'s bin of feature `f`: from the row-major bins when training
