@@ -230,9 +230,9 @@ fn boost(
             let key = tree_key(bp.tree.seed, round, output);
             let (kernel_target, rowwise) = match (&row_bins, buffers) {
                 (Some(bins), DerivativeBuffers::Packed { stats, ints }) => {
-                    derivatives.write_packed(stats);
+                    let largest = derivatives.write_packed(stats);
                     let quantized = quantizer.map(|q| {
-                        let scales = q.quantize_packed(key, stats, ints);
+                        let scales = q.quantize_packed(key, largest, stats, ints);
                         let ints: &[QuantizedStats] = ints;
                         (ints, scales)
                     });

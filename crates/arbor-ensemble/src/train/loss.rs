@@ -103,20 +103,29 @@ impl<'a> Derivatives<'a> {
     /// The derivatives packed as the row-wise histogram kernel reads them,
     /// with each row's count in the tree, over every row id of the scores:
     /// `stats[r] = [1, grad, hess, 0]` for the rows, zeros for the others.
-    /// No gradient, hessian or count arrays besides.
-    pub(crate) fn write_packed(&self, stats: &mut Vec<RowStats>) {
+    /// No gradient, hessian or count arrays besides. Returns the largest
+    /// gradient magnitude and hessian, found in the same pass (what
+    /// quantized gradients scale by).
+    pub(crate) fn write_packed(&self, stats: &mut Vec<RowStats>) -> (f64, f64) {
         stats.resize(self.raw.len() / self.outputs, [0.0; 4]);
-        stats.par_chunks_mut(PARALLEL_CHUNK).enumerate().for_each(|(k, stats)| {
-            let first = k * PARALLEL_CHUNK;
-            let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
-            let rows = self.chunk(first, &mut grad, &mut hess);
-            for ((s, g), h) in stats.iter_mut().zip(grad).zip(hess) {
-                *s = [0.0, g, h, 0.0];
-            }
-            for &r in rows {
-                stats[r as usize - first][0] = 1.0;
-            }
-        });
+        stats
+            .par_chunks_mut(PARALLEL_CHUNK)
+            .enumerate()
+            .map(|(k, stats)| {
+                let first = k * PARALLEL_CHUNK;
+                let (mut grad, mut hess) = (vec![0.0; stats.len()], vec![0.0; stats.len()]);
+                let rows = self.chunk(first, &mut grad, &mut hess);
+                let mut largest = (0.0f64, 0.0f64);
+                for ((s, g), h) in stats.iter_mut().zip(grad).zip(hess) {
+                    largest = (largest.0.max(g.abs()), largest.1.max(h));
+                    *s = [0.0, g, h, 0.0];
+                }
+                for &r in rows {
+                    stats[r as usize - first][0] = 1.0;
+                }
+                largest
+            })
+            .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
     }
 
     /// Row `r`'s gradient and hessian, weighted (the hessian at least
@@ -604,8 +613,12 @@ mod tests {
                     let (mut grad, mut hess) = (vec![0.0; n], vec![0.0; n]);
                     derivatives.write(&mut grad, &mut hess);
                     let mut stats = Vec::new();
-                    derivatives.write_packed(&mut stats);
+                    let largest = derivatives.write_packed(&mut stats);
                     assert_eq!(stats.len(), n);
+                    let expected = rows
+                        .iter()
+                        .fold((0.0f64, 0.0f64), |(g, h), &r| (g.max(grad[r as usize].abs()), h.max(hess[r as usize])));
+                    assert_eq!(largest, expected, "{loss:?} output {output}: the largest derivatives");
                     let mut grown_on = rows.iter().map(|&r| r as usize).peekable();
                     for (r, s) in stats.iter().enumerate() {
                         let expected = match grown_on.next_if_eq(&r) {

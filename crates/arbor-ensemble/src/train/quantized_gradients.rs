@@ -54,19 +54,17 @@ impl GradientQuantizer {
 
     /// Quantizes the packed statistics of every row id in place (rows outside
     /// the tree are zeros and stay zeros), writing each row's integers into
-    /// `ints`; returns the units. `key` names the tree.
+    /// `ints`; returns the units. `key` names the tree; `largest` is the
+    /// largest gradient magnitude and hessian among `stats` (as
+    /// `Derivatives::write_packed` returns them).
     pub(crate) fn quantize_packed(
         &self,
         key: u64,
+        largest: (f64, f64),
         stats: &mut [RowStats],
         ints: &mut Vec<QuantizedStats>,
     ) -> QuantizedScales {
-        let (max_grad, max_hess) = stats
-            .par_iter()
-            .with_min_len(CHUNK)
-            .map(|s| (s[1].abs(), s[2]))
-            .reduce(|| (0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)));
-        let scales = self.scales(max_grad, max_hess);
+        let scales = self.scales(largest.0, largest.1);
         let (per_grad, per_hess) = (1.0 / scales.grad, 1.0 / scales.hess);
         ints.resize(stats.len(), [0; 4]);
         stats.par_chunks_mut(CHUNK).zip(ints.par_chunks_mut(CHUNK)).enumerate().for_each(|(k, (stats, ints))| {
@@ -192,7 +190,8 @@ mod tests {
             .collect();
         let mut stats = exact.clone();
         let mut ints = Vec::new();
-        let scales = q.quantize_packed(42, &mut stats, &mut ints);
+        let largest = exact.iter().fold((0.0f64, 0.0f64), |(g, h), s| (g.max(s[1].abs()), h.max(s[2])));
+        let scales = q.quantize_packed(42, largest, &mut stats, &mut ints);
         let (mut err_g, mut err_h) = (0.0, 0.0);
         for ((e, s), i) in exact.iter().zip(&stats).zip(&ints) {
             assert_eq!(s[1], f64::from(i[1]) * scales.grad);
@@ -212,7 +211,7 @@ mod tests {
         assert!(hess.iter().zip(&stats).all(|(h, s)| *h == s[2]));
         // another key rounds some rows the other way
         let mut other = exact.clone();
-        q.quantize_packed(43, &mut other, &mut ints);
+        q.quantize_packed(43, largest, &mut other, &mut ints);
         assert!(other.iter().zip(&stats).any(|(a, b)| a != b));
     }
 }
