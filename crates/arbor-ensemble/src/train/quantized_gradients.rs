@@ -15,7 +15,7 @@
 use arbor_kernels::{QuantizedScales, QuantizedStats, RowStats};
 use rayon::prelude::*;
 
-use crate::train::grower::GrownTree;
+use crate::train::grower::{newton_leaf, GrownTree};
 use crate::train::loss::Derivatives;
 
 /// Row ids quantized per task.
@@ -115,8 +115,7 @@ pub(crate) fn renew_leaves(grown: &mut GrownTree, derivatives: &Derivatives<'_>,
                 let (dg, dh) = derivatives.row(r as usize);
                 (g + dg, h + dh)
             });
-            let denominator = h + lambda;
-            (*offset, if denominator > 0.0 { -g / denominator * learning_rate } else { 0.0 })
+            (*offset, newton_leaf(g, h, lambda, learning_rate))
         })
         .collect();
     for (offset, value) in renewed {

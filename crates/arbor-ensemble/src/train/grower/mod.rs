@@ -671,6 +671,17 @@ fn variance_until(y: &[f64], rows: &[u32], weights: &[f64], mean: f64, w: f64, s
     arbor_kernels::variance_until(terms, mean, w, stop)
 }
 
+/// A boosted leaf's output from its gradient sum `g` and hessian sum `h`:
+/// `−g / (h + λ)` times `scale` (the learning rate), 0 when `h + λ` is not positive.
+pub(crate) fn newton_leaf(g: f64, h: f64, lambda: f64, scale: f64) -> f64 {
+    let h = h + lambda;
+    if h > 0.0 {
+        -g / h * scale
+    } else {
+        0.0
+    }
+}
+
 pub(crate) fn leaf_value(
     stats: &[f64],
     target: &HistogramTarget<'_>,
@@ -684,8 +695,7 @@ pub(crate) fn leaf_value(
             values.extend(stats[..*n_classes].iter().map(|c| if w > 0.0 { c / w } else { 0.0 }));
         }
         (HistogramTarget::Gradients { .. } | HistogramTarget::Packed { .. }, Criterion::Newton { lambda }) => {
-            let h = stats[2] + lambda;
-            values.push(if h > 0.0 { -stats[1] / h * scale } else { 0.0 });
+            values.push(newton_leaf(stats[1], stats[2], lambda, scale));
         }
         _ => values.push(if w > 0.0 { stats[2] / w } else { 0.0 }),
     }
