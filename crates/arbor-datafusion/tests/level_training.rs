@@ -244,6 +244,26 @@ async fn boosted_classes_are_as_accurate_as_on_one_node() {
     assert!((level_accuracy - single_accuracy).abs() <= 0.002, "{level_accuracy} against {single_accuracy}");
 }
 
+/// Greedy bins (`bin_boundaries=greedy`) are fitted level by level as on
+/// one node, from the same sample: the same edges, and not quantile's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn greedy_bins_level_wise_are_the_single_node_bins() {
+    let (level, _) = level_session(4);
+    let single = single_session();
+    register(&level, "diamonds_reg", 50_000).await;
+    register(&single, "diamonds_reg", 50_000).await;
+    let statement = |options: &str| {
+        format!("SELECT train_forest(label, {DIAMONDS}, 'algorithm=gradient-boosting n_rounds=2 {options}') AS model FROM train")
+    };
+    let greedy = statement("bin_boundaries=greedy");
+    let (a, b) = (model(&level, &greedy).await, model(&single, &greedy).await);
+    assert_eq!(a.param("bin_boundaries"), Some("greedy"));
+    let mappers = |m: &Model| m.features().iter().map(|f| f.mapper.clone()).collect::<Vec<_>>();
+    assert_eq!(mappers(&a), mappers(&b), "level-wise and single-node bins");
+    let quantile = model(&single, &statement("")).await;
+    assert_ne!(mappers(&quantile), mappers(&b), "greedy bins are not quantile bins");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_levels_cannot_train_trains_as_before() {
     let (level, plans) = level_session(4);

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use arbor_quantize::BinBoundaries;
 use arrow::array::RecordBatch;
 
 use crate::data::dataset::{field_list, ColumnRoles};
@@ -292,6 +293,10 @@ impl<'a> Trainer<'a> {
         }
         if !exact && tree.min_bin_size != quantize.min_bin_size {
             return refuse("min_bin_size", tree.min_bin_size.to_string(), quantize.min_bin_size.to_string());
+        }
+        if !exact && tree.bin_boundaries != quantize.boundaries {
+            let name = |b: BinBoundaries| format!("{b:?}").to_lowercase();
+            return refuse("bin_boundaries", name(tree.bin_boundaries), name(quantize.boundaries));
         }
         Ok(params)
     }

@@ -65,6 +65,8 @@ fn options_that_bin_otherwise_are_refused() {
     assert!(e.contains("max_bins") && e.contains("256") && e.contains("64"), "{e}");
     let e = refusal("max_bins=64 min_bin_size=9");
     assert!(e.contains("min_bin_size") && e.contains('9') && e.contains('5'), "{e}");
+    let e = refusal("max_bins=64 bin_boundaries=greedy");
+    assert!(e.contains("bin_boundaries") && e.contains("greedy") && e.contains("quantile"), "{e}");
     let e = refusal("max_bins=64 split_method=exact");
     assert!(e.contains("split_method") && e.contains("exact") && e.contains("hist"), "{e}");
     let e = refusal("max_bins=64 task=classification");

@@ -158,7 +158,7 @@ fn trainer(rows: &BinnedRows, options: &[(String, String)]) -> PyResult<Trainer<
 
 /// Bins the rows `open()` streams (called once a pass, twice in all), with
 /// `label` (and `weight`, `group`, `features`) and the binning options among
-/// `options` (`max_bins`, `min_bin_size`, `split_method`, `task`). With a
+/// `options` (`max_bins`, `min_bin_size`, `bin_boundaries`, `split_method`, `task`). With a
 /// group column (query ids, for ranking) the task is regression unless given.
 #[pyfunction]
 #[pyo3(signature = (open, *, label, options, weight=None, features=None, group=None))]

@@ -77,6 +77,23 @@ def test_options_that_bin_otherwise_and_one_shot_streams_are_refused():
     with pytest.raises(ValueError, match="'nope' not found"):
         arbor.Dataset(read("diamonds_reg_train"), label="nope")
     assert arbor.RandomForestRegressor(n_trees=2).fit(dataset).n_features_in_ == len(dataset.feature_names)
+    with pytest.raises(ValueError, match="bin_boundaries"):
+        arbor.RandomForestRegressor(n_trees=2, bin_boundaries="greedy").fit(dataset)
+
+
+def test_greedy_bins_travel_with_the_dataset():
+    table = read("diamonds_reg_train").slice(0, 5_000)
+    dataset = arbor.Dataset(table, label="label", bin_boundaries="greedy")
+    model = arbor.GradientBoostingRegressor(n_rounds=5, bin_boundaries="greedy").fit(dataset)
+    direct = arbor.GradientBoostingRegressor(n_rounds=5, bin_boundaries="greedy").fit(
+        table.drop_columns(["label"]), table.column("label")
+    )
+    features = table.drop_columns(["label"])
+    assert (model.predict(features) == direct.predict(features)).all(), "binned once or at fit: one model"
+    assert model.model_.info()["params"]["bin_boundaries"] == "greedy"
+    quantile = arbor.GradientBoostingRegressor(n_rounds=5).fit(features, table.column("label"))
+    assert "bin_boundaries" not in quantile.model_.info()["params"]
+    assert (quantile.predict(features) != direct.predict(features)).any()
 
 
 def test_weights_and_chosen_features_travel_with_the_dataset():

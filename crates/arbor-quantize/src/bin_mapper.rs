@@ -8,6 +8,7 @@ use foldhash::fast::FixedState;
 use serde::{Deserialize, Serialize};
 
 use crate::feature_column::{append_f64, to_utf8};
+use crate::greedy_edges::greedy_edges;
 use crate::{integer_span, offset, with_numbers, FeatureColumn, Number, QuantizeError};
 
 /// Integer columns spanning at most this many values (or one per row, if
@@ -17,19 +18,33 @@ const TABLE_SPAN: usize = 1 << 16;
 /// The bin that holds missing values (null, NaN, unseen categories) in every feature.
 pub const MISSING_BIN: u16 = 0;
 
-/// How finely features are binned (`docs/algorithms.md`, "Histogram binning": `max_bins`, `min_bin_size`).
+/// How finely features are binned (`docs/algorithms.md`, "Histogram binning":
+/// `max_bins`, `min_bin_size`, `bin_boundaries`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuantizeParams {
     /// Most bins per numeric feature, the missing-value bin included.
     pub max_bins: usize,
     /// Fewest observations a value bin may hold (a value seen more often gets its own bin).
     pub min_bin_size: usize,
+    /// Where a numeric feature's bin edges fall.
+    pub boundaries: BinBoundaries,
 }
 
 impl Default for QuantizeParams {
     fn default() -> Self {
-        QuantizeParams { max_bins: 256, min_bin_size: 5 }
+        QuantizeParams { max_bins: 256, min_bin_size: 5, boundaries: BinBoundaries::Quantile }
     }
+}
+
+/// Where a numeric feature's bin edges fall (`bin_boundaries`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BinBoundaries {
+    /// Bins of about equal rows, filled in ascending order (arbor's own).
+    #[default]
+    Quantile,
+    /// LightGBM's: frequent values in bins of their own, zero a bin of its
+    /// own, negative and positive values sharing the rest by their rows.
+    Greedy,
 }
 
 impl QuantizeParams {
@@ -38,7 +53,7 @@ impl QuantizeParams {
     /// threshold (up to 65,535 distinct values per feature; a feature with
     /// more is binned by quantiles into that many).
     pub fn exact() -> QuantizeParams {
-        QuantizeParams { max_bins: 65_536, min_bin_size: 1 }
+        QuantizeParams { max_bins: 65_536, min_bin_size: 1, boundaries: BinBoundaries::Quantile }
     }
 }
 
@@ -79,7 +94,14 @@ impl BinMapper {
     pub fn fit(column: &FeatureColumn, params: &QuantizeParams) -> BinMapper {
         match column {
             FeatureColumn::Numeric(values) => {
-                BinMapper::Numeric { edges: with_numbers!(values, |values| quantile_edges(values, params)) }
+                let distinct = with_numbers!(values, |values| distinct_counts(values));
+                let edges = match params.boundaries {
+                    BinBoundaries::Quantile => quantile_edges(&distinct, params),
+                    BinBoundaries::Greedy => {
+                        greedy_edges(&distinct, params.max_bins.saturating_sub(1).max(1), params.min_bin_size)
+                    }
+                };
+                BinMapper::Numeric { edges }
             }
             FeatureColumn::Categorical { categories, .. } => BinMapper::categorical(categories.clone()),
         }
@@ -188,8 +210,7 @@ impl BinMapper {
 /// Quantile bin edges: distinct values are grouped greedily into bins of
 /// about `n / (max_bins - 1)` observations, never fewer than `min_bin_size`,
 /// and an edge lies midway between the last value of a bin and the first of the next.
-fn quantile_edges<T: Number>(values: &[T], params: &QuantizeParams) -> Vec<f64> {
-    let distinct = distinct_counts(values);
+fn quantile_edges(distinct: &[(f64, usize)], params: &QuantizeParams) -> Vec<f64> {
     let value_bins = params.max_bins.saturating_sub(1).max(1);
     let min_bin_size = params.min_bin_size.max(1);
     let mut remaining: usize = distinct.iter().map(|d| d.1).sum();
@@ -241,7 +262,7 @@ fn sorted_distinct_counts<T: Number>(values: &[T]) -> Vec<(f64, usize)> {
 }
 
 /// A value `m` with `a <= m < b`, as close to halfway as floating point allows.
-fn midpoint(a: f64, b: f64) -> f64 {
+pub(crate) fn midpoint(a: f64, b: f64) -> f64 {
     let m = a + (b - a) / 2.0;
     if m >= b || !m.is_finite() {
         a
@@ -255,7 +276,12 @@ mod tests {
     use super::*;
 
     fn params(max_bins: usize, min_bin_size: usize) -> QuantizeParams {
-        QuantizeParams { max_bins, min_bin_size }
+        QuantizeParams { max_bins, min_bin_size, boundaries: BinBoundaries::Quantile }
+    }
+
+    /// [`quantile_edges`] of raw values.
+    fn quantile_edges(values: &[f64], params: &QuantizeParams) -> Vec<f64> {
+        super::quantile_edges(&distinct_counts(values), params)
     }
 
     /// Integer columns take the table paths; they agree with sorting and searching.

@@ -22,7 +22,7 @@
 //!
 //! let col: ArrayRef = Arc::new(Float64Array::from(vec![Some(1.0), None, Some(3.0), Some(2.0)]));
 //! let feature = FeatureColumn::from_arrays("x", &[col]).unwrap();
-//! let mapper = BinMapper::fit(&feature, &QuantizeParams { max_bins: 256, min_bin_size: 1 });
+//! let mapper = BinMapper::fit(&feature, &QuantizeParams { max_bins: 256, min_bin_size: 1, ..Default::default() });
 //! // three distinct values -> three value bins, plus the missing bin 0
 //! assert_eq!(mapper.n_bins(), 4);
 //! assert_eq!(mapper.bin_value(f64::NAN), 0);
@@ -36,10 +36,11 @@ mod bin_mapper;
 mod binned_matrix;
 mod error;
 mod feature_column;
+mod greedy_edges;
 mod integer_span;
 mod numeric_values;
 
-pub use bin_mapper::{BinMapper, QuantizeParams, MISSING_BIN};
+pub use bin_mapper::{BinBoundaries, BinMapper, QuantizeParams, MISSING_BIN};
 pub use binned_matrix::{BinColumn, BinnedMatrix};
 pub use error::QuantizeError;
 pub use feature_column::{FeatureColumn, FeatureType};

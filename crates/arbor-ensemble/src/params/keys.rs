@@ -5,6 +5,8 @@
 //! and its order is the order reports and model files list the keys in
 //! (gradient boosting's models keep an older order, [`BOOSTING_RECORD_ORDER`]).
 
+use arbor_quantize::BinBoundaries;
+
 use crate::params::class_weight;
 use crate::params::interactions;
 use crate::params::monotone;
@@ -117,6 +119,7 @@ pub(crate) const BOOSTING_RECORD_ORDER: &[&str] = &[
     "split_method",
     "max_bins",
     "min_bin_size",
+    "bin_boundaries",
     "loss",
     "alpha",
     "huber_delta",
@@ -209,6 +212,9 @@ const TASKS: &[(&str, Task)] = &[("classification", Task::Classification), ("reg
 const ALGORITHMS: &[(&str, Algorithm)] =
     &[("random-forest", Algorithm::RandomForest), ("gradient-boosting", Algorithm::GradientBoosting)];
 const SPLIT_METHODS: &[(&str, bool)] = &[("hist", false), ("exact", true), ("dense", true)];
+/// `bin_boundaries`.
+const BIN_BOUNDARIES: &[(&str, BinBoundaries)] =
+    &[("quantile", BinBoundaries::Quantile), ("greedy", BinBoundaries::Greedy)];
 const IMPORTANCES: &[(&str, ImportanceKind)] = &[
     ("none", ImportanceKind::None),
     ("mdi", ImportanceKind::Mdi),
@@ -445,6 +451,22 @@ pub(crate) const KEYS: &[KeySpec] = &[
         check: |p, k| MIN_BIN_SIZE.count(k, p.tree().min_bin_size),
         value: |r| r.tree().min_bin_size.to_string(),
         recorded: always,
+    },
+    KeySpec {
+        name: "bin_boundaries",
+        applies: Applies::Both,
+        about: "Where numeric bin edges fall (`hist` only): `quantile`, bins of about equal rows, or `greedy`, \
+                LightGBM's: a value in a bin's share of the rows gets a bin of its own, zero a bin of its own, \
+                negative and positive values the rest by their rows (docs/algorithms.md, \"Histogram binning\"); \
+                recorded only when `greedy`.",
+        accepts: || choices(BIN_BOUNDARIES),
+        set: |p, k, v| {
+            let v = parse_choice(k, v, BIN_BOUNDARIES)?;
+            both(p, |t| t.bin_boundaries = v)
+        },
+        check: any,
+        value: |r| name_of(BIN_BOUNDARIES, r.tree().bin_boundaries),
+        recorded: |p| p.tree().bin_boundaries != BinBoundaries::Quantile,
     },
     KeySpec {
         name: "max_depth",

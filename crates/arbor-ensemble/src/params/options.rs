@@ -124,7 +124,9 @@ impl TrainParams {
             (spec.check)(self, spec.name)?;
         }
         if self.tree().exact {
-            if let Some(key) = self.explicit.iter().find(|k| *k == "max_bins" || *k == "min_bin_size") {
+            if let Some(key) =
+                self.explicit.iter().find(|k| ["max_bins", "min_bin_size", "bin_boundaries"].contains(&k.as_str()))
+            {
                 return Err(invalid(key, "applies to split_method=hist; exact gives every distinct value a bin"));
             }
         }

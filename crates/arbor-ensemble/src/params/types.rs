@@ -2,7 +2,7 @@
 //! both algorithms share ([`TreeParams`]) and each algorithm's own, with the
 //! defaults `docs/parameters.md` lists.
 
-use arbor_quantize::QuantizeParams;
+use arbor_quantize::{BinBoundaries, QuantizeParams};
 use serde::{Deserialize, Serialize};
 
 use crate::params::rules::invalid;
@@ -141,6 +141,9 @@ pub struct TreeParams {
     pub max_bins: usize,
     /// Fewest rows in a bin.
     pub min_bin_size: usize,
+    /// Where numeric bin edges fall: quantiles, or LightGBM's greedy bins
+    /// (docs/algorithms.md, "Histogram binning").
+    pub bin_boundaries: BinBoundaries,
     /// Deepest level (0 = unlimited).
     pub max_depth: usize,
     /// Fewest rows in a leaf (`None`: 1 for classification, 5 for regression).
@@ -173,7 +176,7 @@ impl TreeParams {
         if self.exact {
             QuantizeParams::exact()
         } else {
-            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size }
+            QuantizeParams { max_bins: self.max_bins, min_bin_size: self.min_bin_size, boundaries: self.bin_boundaries }
         }
     }
 
@@ -249,6 +252,7 @@ impl Default for ForestParams {
                 exact: false,
                 max_bins: 256,
                 min_bin_size: 5,
+                bin_boundaries: BinBoundaries::Quantile,
                 max_depth: 0,
                 min_samples_leaf: None,
                 min_samples_category: 10,
@@ -457,6 +461,7 @@ impl Default for BoostingParams {
                 exact: false,
                 max_bins: 256,
                 min_bin_size: 5,
+                bin_boundaries: BinBoundaries::Quantile,
                 max_depth: 6,
                 min_samples_leaf: Some(5),
                 min_samples_category: 10,

@@ -110,7 +110,8 @@ mod tests {
                 categories: ["a", "b", "c", "d"].map(String::from).to_vec(),
             },
         ];
-        let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 17, min_bin_size: 3 });
+        let matrix =
+            BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 17, min_bin_size: 3, ..Default::default() });
         let walk = WalkValues::new(None, &matrix, None);
         let mapper = matrix.mapper(0);
         for bin in 1..mapper.n_bins() as u16 {

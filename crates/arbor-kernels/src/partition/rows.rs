@@ -129,7 +129,7 @@ mod tests {
                 .iter()
                 .map(|v| FeatureColumn::Numeric(v[..n].iter().map(|&x| if x < 0 { f64::NAN } else { f64::from(x) }).collect::<Vec<_>>().into()))
                 .collect();
-            let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 16, min_bin_size: 1 });
+            let matrix = BinnedMatrix::fit(&columns, &QuantizeParams { max_bins: 16, min_bin_size: 1, ..Default::default() });
             let bins = RowBins::new(&matrix).expect("at most 256 bins");
             let rows: Vec<u32> = picks.iter().map(|&p| u32::from(p) % n as u32).collect();
             for f in 0..3 {

@@ -50,8 +50,8 @@ class Dataset:
     for ``GradientBoostingRanker``, which makes the task regression unless
     given; ``features``: the feature columns, by default every other column).
 
-    ``task`` (default: from the label's type), ``max_bins``, ``min_bin_size``
-    and ``split_method`` decide the bins; an estimator fitted on the dataset
+    ``task`` (default: from the label's type), ``max_bins``, ``min_bin_size``,
+    ``bin_boundaries`` and ``split_method`` decide the bins; an estimator fitted on the dataset
     that asks for other bins is refused.
 
     It indexes like a table's rows (``dataset[rows]``, rows in the order the
@@ -78,10 +78,13 @@ class Dataset:
         task: str | None = None,
         max_bins: int = 256,
         min_bin_size: int = 5,
+        bin_boundaries: str = "quantile",
         split_method: str = "hist",
     ):
         columns = None if features is None else [label, *(c for c in (weight, group) if c), *features]
         options = [("max_bins", str(max_bins)), ("min_bin_size", str(min_bin_size)), ("split_method", split_method)]
+        if bin_boundaries != "quantile":
+            options.append(("bin_boundaries", bin_boundaries))
         if task is not None:
             options.append(("task", task))
         self._rows = _arbor.bin_rows(

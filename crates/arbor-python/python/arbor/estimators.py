@@ -393,6 +393,7 @@ class _Forest(_ArborEstimator):
         splitter="best",
         max_bins=256,
         min_bin_size=5,
+        bin_boundaries="quantile",
         max_depth=0,
         max_leaf_nodes=0,
         min_samples_leaf=None,
@@ -419,6 +420,7 @@ class _Forest(_ArborEstimator):
         self.splitter = splitter
         self.max_bins = max_bins
         self.min_bin_size = min_bin_size
+        self.bin_boundaries = bin_boundaries
         self.max_depth = max_depth
         self.max_leaf_nodes = max_leaf_nodes
         self.min_samples_leaf = min_samples_leaf
@@ -459,6 +461,7 @@ class _Boosting(_ArborEstimator):
         split_method="hist",
         max_bins=256,
         min_bin_size=5,
+        bin_boundaries="quantile",
         loss=None,
         alpha=None,
         huber_delta=None,
@@ -492,6 +495,7 @@ class _Boosting(_ArborEstimator):
         self.split_method = split_method
         self.max_bins = max_bins
         self.min_bin_size = min_bin_size
+        self.bin_boundaries = bin_boundaries
         self.loss = loss
         self.alpha = alpha
         self.huber_delta = huber_delta
