@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use arbor_quantize::BinBoundaries;
 use arrow::array::RecordBatch;
 
 use crate::data::dataset::{field_list, ColumnRoles};
@@ -295,8 +294,7 @@ impl<'a> Trainer<'a> {
             return refuse("min_bin_size", tree.min_bin_size.to_string(), quantize.min_bin_size.to_string());
         }
         if !exact && tree.bin_boundaries != quantize.boundaries {
-            let name = |b: BinBoundaries| format!("{b:?}").to_lowercase();
-            return refuse("bin_boundaries", name(tree.bin_boundaries), name(quantize.boundaries));
+            return refuse("bin_boundaries", tree.bin_boundaries.name().into(), quantize.boundaries.name().into());
         }
         Ok(params)
     }

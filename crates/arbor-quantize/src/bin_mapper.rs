@@ -47,6 +47,16 @@ pub enum BinBoundaries {
     Greedy,
 }
 
+impl BinBoundaries {
+    /// The option value that names it (`bin_boundaries=...`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinBoundaries::Quantile => "quantile",
+            BinBoundaries::Greedy => "greedy",
+        }
+    }
+}
+
 impl QuantizeParams {
     /// Seed "dense" / `split_method=exact`: every distinct value gets a bin of
     /// its own, so every midpoint between consecutive values is a candidate
@@ -236,7 +246,7 @@ fn quantile_edges(distinct: &[(f64, usize)], params: &QuantizeParams) -> Vec<f64
 
 /// The distinct values that are not NaN, ascending, each with how many
 /// times it occurs: counted in a table for integers of a narrow span, else sorted.
-fn distinct_counts<T: Number>(values: &[T]) -> Vec<(f64, usize)> {
+pub(crate) fn distinct_counts<T: Number>(values: &[T]) -> Vec<(f64, usize)> {
     if let Some((min, span)) = integer_span(values, TABLE_SPAN.max(values.len())) {
         let mut counts = vec![0usize; span + 1];
         for v in values.iter().map(|&v| -> f64 { v.into() }).filter(|v| !v.is_nan()) {

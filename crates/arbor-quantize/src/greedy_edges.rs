@@ -88,18 +88,9 @@ fn run_edges(distinct: &[(f64, usize)], max_bins: usize, min_bin_size: usize) ->
 mod tests {
     use super::*;
 
-    /// Distinct values with their counts, from raw values.
+    /// Distinct values with their counts, from raw values (the mapper's own counting).
     fn distinct(values: &[f64]) -> Vec<(f64, usize)> {
-        let mut sorted = values.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let mut out: Vec<(f64, usize)> = Vec::new();
-        for v in sorted {
-            match out.last_mut() {
-                Some((last, count)) if *last == v => *count += 1,
-                _ => out.push((v, 1)),
-            }
-        }
-        out
+        crate::bin_mapper::distinct_counts(values)
     }
 
     /// How many of `values` fall in each bin of `edges` (a value on an edge stays below it).

@@ -214,7 +214,7 @@ const ALGORITHMS: &[(&str, Algorithm)] =
 const SPLIT_METHODS: &[(&str, bool)] = &[("hist", false), ("exact", true), ("dense", true)];
 /// `bin_boundaries`.
 const BIN_BOUNDARIES: &[(&str, BinBoundaries)] =
-    &[("quantile", BinBoundaries::Quantile), ("greedy", BinBoundaries::Greedy)];
+    &[(BinBoundaries::Quantile.name(), BinBoundaries::Quantile), (BinBoundaries::Greedy.name(), BinBoundaries::Greedy)];
 const IMPORTANCES: &[(&str, ImportanceKind)] = &[
     ("none", ImportanceKind::None),
     ("mdi", ImportanceKind::Mdi),
