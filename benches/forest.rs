@@ -1,7 +1,8 @@
 //! Criterion benches: the histogram kernels at every SIMD level, one
 //! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
 //! the jobs of level-wise (cluster) boosting, prediction (and the forest's walk at every SIMD level), loading a
-//! model, and explaining predictions (TreeSHAP), on the bundled NYC flights data.
+//! model, and explaining predictions (TreeSHAP), on the bundled NYC flights data; and boosted trees scored
+//! by walking them against QuickScorer's bitvectors, on trees and ranks made up for it.
 //!
 //! `cargo bench --bench forest` (or `-- histogram` for one group)
 
@@ -13,8 +14,8 @@ use arbor::ensemble::{CheckedParams, LevelStart, LevelState, LevelSummary, Model
 use arbor::kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor::kernels::{
     build_histogram, build_histogram_packed, build_row_histograms, build_row_histograms_quantized, count_keys,
-    CompactHistogram, HistogramTarget, QuantizedScales, QuantizedStats, RecordSums, RowBins, RowRecords, RowStats,
-    ValueRecordSums,
+    ranked_leaves_block, CompactHistogram, HistogramTarget, QuantizedScales, QuantizedStats, QuickScorer, RankNode,
+    RankedTree, RecordSums, RowBins, RowRecords, RowStats, ValueRecordSums, TRAVERSAL_BLOCK,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -349,6 +350,67 @@ fn prediction(c: &mut Criterion) {
 /// 50 rounds of depth 6 (the peer harness's reference setting; its
 /// `contributions.py` times XGBoost and LightGBM on the same kind of model),
 /// and a forest of 20 trees of depth 10. Throughput is in rows.
+/// A full binary tree of `depth` levels over ranks (`next` from a small
+/// generator), its leaves' value offsets counting up from 0.
+fn full_tree(depth: u32, n_features: u16, next: &mut impl FnMut() -> u64) -> Vec<RankNode> {
+    let splits = (1usize << depth) - 1;
+    let mut nodes = Vec::with_capacity(2 * splits + 1);
+    for i in 0..splits {
+        let feature = (next() % u64::from(n_features)) as u16;
+        nodes.push(RankNode::split(feature, (next() % 255) as u16, next() % 2 == 0, 2 * i as u32 + 1));
+    }
+    nodes.extend((0..=splits as u32).map(RankNode::leaf));
+    nodes
+}
+
+/// Scoring one traversal block with 50 full depth-6 trees over 50
+/// features (a boosted model's shape): each tree walked (the gathered walk
+/// at `avx512`) against all of them at once as QuickScorer's bitvectors,
+/// at the SIMD levels where each runs, on one thread.
+fn quick_scorer(c: &mut Criterion) {
+    let (n_trees, n_features, n_rows) = (50, 50u16, TRAVERSAL_BLOCK);
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let trees: Vec<Vec<RankNode>> = (0..n_trees).map(|_| full_tree(6, n_features, &mut next)).collect();
+    let values: Vec<Vec<f64>> =
+        (0..n_trees).map(|_| (0..64).map(|_| (next() % 1000) as f64 / 1000.0).collect()).collect();
+    let ranks: Vec<u16> = (0..n_rows * usize::from(n_features)).map(|_| (next() % 256) as u16).collect();
+    let view = |t: usize| RankedTree { nodes: &trees[t], depth: 6, sets: &[] };
+    let widths = vec![0; usize::from(n_features)];
+    let scorer = QuickScorer::new((0..n_trees).map(|t| (view(t), &values[t][..])), &widths, 1).unwrap();
+    let walk = |scores: &mut [f64], leaves: &mut [u32]| {
+        for (t, values) in values.iter().enumerate() {
+            ranked_leaves_block(view(t), &ranks, usize::from(n_features), false, leaves);
+            scores.iter_mut().zip(leaves.iter()).for_each(|(s, &leaf)| *s += values[leaf as usize]);
+        }
+    };
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let mut group = c.benchmark_group("quick_scorer");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(n_rows as u64));
+    for level in SimdLevel::available() {
+        group.bench_function(BenchmarkId::new("walk_50_trees_depth_6", level), |b| {
+            let (mut scores, mut leaves) = (vec![0.0; n_rows], vec![0u32; n_rows]);
+            b.iter(|| {
+                one_thread.install(|| with_simd_level(level, || walk(black_box(&mut scores), &mut leaves)).unwrap())
+            })
+        });
+        if with_simd_level(level, QuickScorer::runs_here).unwrap() {
+            group.bench_function(BenchmarkId::new("bitvectors_50_trees_depth_6", level), |b| {
+                let mut scores = vec![0.0; n_rows];
+                let score = |scores: &mut [f64]| assert!(scorer.add_scores(&ranks, n_rows, false, scores, n_rows));
+                b.iter(|| one_thread.install(|| with_simd_level(level, || score(black_box(&mut scores))).unwrap()))
+            });
+        }
+    }
+    group.finish();
+}
+
 fn contributions(c: &mut Criterion) {
     let train_batch = flights("flights_cls_train.parquet");
     let test = flights("flights_cls_test.parquet").slice(0, 5_000);
@@ -372,6 +434,7 @@ criterion_group!(
     boosting,
     level_jobs,
     prediction,
+    quick_scorer,
     contributions
 );
 criterion_main!(benches);

@@ -52,5 +52,6 @@ pub use split::random::{random_split, NodeRows, RandomSplit};
 pub use split::rule::SplitRule;
 pub use traverse::flat::leaves_block;
 pub use traverse::nodes::{FlatNode, RankNode, RankedTree, TreeNodes, LEVEL_BY_LEVEL_MAX_DEPTH, TRAVERSAL_BLOCK};
+pub use traverse::quick_scorer::QuickScorer;
 pub use traverse::ranked::ranked_leaves_block;
 pub use traverse::threshold_rank::{threshold_rank, threshold_ranks};

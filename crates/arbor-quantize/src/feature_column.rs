@@ -6,7 +6,7 @@ use foldhash::fast::FixedState;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Float64Type};
+use arrow::datatypes::{DataType, Float32Type, Float64Type};
 use serde::{Deserialize, Serialize};
 
 use crate::{NumericValues, QuantizeError, MISSING_BIN};
@@ -175,8 +175,22 @@ impl FeatureColumn {
 }
 
 /// Appends a numeric or boolean array to `out` as `f64`, nulls as NaN.
+/// `Float64` and `Float32` arrays are read in place, in one pass (a cast
+/// first wrote a new `Float64` array: a tenth of scoring a boosted model on
+/// 50 `Float32` columns); other types are cast.
 pub(crate) fn append_f64(name: &str, array: &ArrayRef, out: &mut Vec<f64>) -> Result<(), QuantizeError> {
-    extend_f64(to_f64(name, array)?.as_primitive::<Float64Type>(), out);
+    match array.data_type() {
+        DataType::Float64 => extend_f64(array.as_primitive::<Float64Type>(), out),
+        DataType::Float32 => {
+            let floats = array.as_primitive::<Float32Type>();
+            if floats.null_count() == 0 {
+                out.extend(floats.values().iter().map(|&v| f64::from(v)));
+            } else {
+                out.extend(floats.iter().map(|v| v.map_or(f64::NAN, f64::from)));
+            }
+        }
+        _ => extend_f64(to_f64(name, array)?.as_primitive::<Float64Type>(), out),
+    }
     Ok(())
 }
 
@@ -254,5 +268,30 @@ mod tests {
         assert_eq!(column.size_bytes(), 12);
         assert_eq!(column.raw_value(0), f64::from(0.1f32));
         assert!(column.raw_value(1).is_nan());
+    }
+
+    /// Floats read in place give the values a cast to `Float64` gives, nulls
+    /// as NaN, with and without nulls; other numeric types are cast.
+    #[test]
+    fn floats_read_in_place_are_the_cast_values() {
+        use arrow::array::{Float64Array, Int32Array};
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Float32Array::from(vec![Some(0.1), None, Some(-3.5), Some(f32::INFINITY), Some(f32::NAN)])),
+            Arc::new(Float32Array::from(vec![0.1, -0.0, 16_777_217.0, f32::MIN_POSITIVE])),
+            Arc::new(Float64Array::from(vec![Some(0.1), None, Some(-1e300)])),
+            Arc::new(Float64Array::from(vec![0.1, -0.0])),
+            Arc::new(Int32Array::from(vec![Some(7), None, Some(i32::MIN)])),
+        ];
+        for array in arrays {
+            let mut got = vec![42.0];
+            append_f64("x", &array, &mut got).unwrap();
+            let cast = to_f64("x", &array).unwrap();
+            let expected: Vec<f64> = std::iter::once(42.0)
+                .chain(cast.as_primitive::<Float64Type>().iter().map(|v| v.unwrap_or(f64::NAN)))
+                .collect();
+            let bits =
+                |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&expected), "{}", array.data_type());
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! categorical feature, their category code), once per block of rows, and
 //! every tree is walked on 8-byte nodes and 2-byte values.
 
-use arbor_kernels::{threshold_ranks, FlatNode, RankNode, RankedTree, TRAVERSAL_BLOCK};
+use std::sync::OnceLock;
+
+use arbor_kernels::{threshold_ranks, FlatNode, QuickScorer, RankNode, RankedTree, TRAVERSAL_BLOCK};
 use rayon::prelude::*;
 
 use crate::data::key_map::KeyMap;
@@ -41,6 +43,8 @@ pub(crate) struct RankedNodes {
 pub(crate) struct RankedForest {
     rankings: Vec<Ranking>,
     trees: Vec<RankedNodes>,
+    /// The trees in QuickScorer's form, made on first use by a boosted model.
+    quick: OnceLock<Option<QuickScorer>>,
 }
 
 impl RankedForest {
@@ -56,12 +60,12 @@ impl RankedForest {
         }
         let (rankings, ranks) = rankings(flat, n_features)?;
         let trees = flat.par_iter().map(|tree| ranked_nodes(tree, &rankings, &ranks)).collect::<Option<Vec<_>>>()?;
-        Some(RankedForest { rankings, trees })
+        Some(RankedForest { rankings, trees, quick: OnceLock::new() })
     }
 
     /// Trees over ranks built elsewhere ([`crate::format::ranked_columns`]) on `rankings`.
     pub fn from_parts(rankings: Vec<Ranking>, trees: Vec<RankedNodes>) -> RankedForest {
-        RankedForest { rankings, trees }
+        RankedForest { rankings, trees, quick: OnceLock::new() }
     }
 
     /// The number of trees.
@@ -79,6 +83,30 @@ impl RankedForest {
     /// Tree `t`'s leaf outputs, which its leaves' offsets point into.
     pub fn values(&self, t: usize) -> &[f64] {
         &self.trees[t].values
+    }
+
+    /// The trees in QuickScorer's form, tree `t` adding to output
+    /// `t % outputs` (a boosted model's; the same at every call), or `None`
+    /// when a tree has more leaves than it takes, category sets wider than
+    /// it takes, or leaves more than one value wide.
+    pub fn quick_scorer(&self, outputs: usize) -> Option<&QuickScorer> {
+        self.quick
+            .get_or_init(|| {
+                let one_value_each = self.trees.iter().all(|tree| {
+                    tree.values.len() == tree.nodes.iter().filter(|node| node.word & RankNode::LEAF != 0).count()
+                });
+                let set_words: Vec<usize> = self
+                    .rankings
+                    .iter()
+                    .map(|ranking| match ranking {
+                        Ranking::Categories { words } => *words,
+                        Ranking::Unused | Ranking::Thresholds(_) => 0,
+                    })
+                    .collect();
+                let trees = (0..self.len()).map(|t| (self.tree(t), &self.trees[t].values[..]));
+                one_value_each.then(|| QuickScorer::new(trees, &set_words, outputs)).flatten()
+            })
+            .as_ref()
     }
 
     /// Tree `t` as the walk reads it.
@@ -335,16 +363,20 @@ mod prediction_tests {
     /// Walking the trees over ranks gives the predictions of the flat trees,
     /// to the bit, at every SIMD level, on real data with missing values in
     /// every feature: deep forests (the walk in lanes, gathered under
-    /// AVX-512), boosting (level by level), category splits and numeric
-    /// ones, CART thresholds between values.
+    /// AVX-512), boosting (level by level, or as QuickScorer's bitvectors
+    /// where they run: trees of at most 64 leaves, here all but the depth-8
+    /// ones, with one output or ten), category splits and numeric ones,
+    /// CART thresholds between values.
     #[test]
     fn ranked_prediction_equals_flat_prediction() {
         let cases = [
             ("flights_cls", "n_trees=8"),
             ("flights_cls", "algorithm=gradient-boosting n_rounds=10 max_depth=6"),
+            ("flights_cls", "algorithm=gradient-boosting n_rounds=4 max_depth=8"),
             ("flights_cls", "n_trees=4 max_depth=12 max_bins=1024"),
             ("diamonds_reg", "n_trees=6 max_features=all"),
             ("diamonds_reg", "algorithm=gradient-boosting n_rounds=8"),
+            ("digits_cls", "algorithm=gradient-boosting n_rounds=3 max_depth=5"),
         ];
         // the level is forced on the calling thread: a pool of that thread alone
         let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
@@ -361,6 +393,10 @@ mod prediction_tests {
             let n = test.num_rows();
             let ranked = model.trees.ranked(model.features.len());
             assert!(ranked.is_some(), "{data} {options}: trained splits fit the trees over ranks");
+            if let (Some(boosting), Some(forest)) = (&model.boosting, ranked) {
+                let fits = forest.quick_scorer(boosting.outputs).is_some();
+                assert_eq!(fits, !options.contains("max_depth=8"), "{data} {options}: trees QuickScorer takes");
+            }
             // The rows repeated past three traversal blocks: a work unit's
             // ranks come block by block, each feature by feature.
             let long = 3 * arbor_kernels::TRAVERSAL_BLOCK + 5;

@@ -9,7 +9,7 @@ use arrow::datatypes::{DataType, Field};
 use rayon::prelude::*;
 
 use arbor_kernels::dispatch::prefetch;
-use arbor_kernels::{leaves_block, ranked_leaves_block, TRAVERSAL_BLOCK};
+use arbor_kernels::{leaves_block, ranked_leaves_block, QuickScorer, TRAVERSAL_BLOCK};
 
 use crate::model::flat_tree::FlatTree;
 use crate::model::ranked_forest::RankedForest;
@@ -340,26 +340,42 @@ impl Model {
     }
 
     /// A boosted model's outputs for a block of rows: raw scores summed over
-    /// the trees, then the loss's link (identity, sigmoid or softmax).
+    /// the trees, then the loss's link (identity, sigmoid or softmax). Trees
+    /// over ranks that QuickScorer takes are scored by it where it runs
+    /// (`avx512`), the others walked; both add the trees' values in order.
     fn boosted_block(&self, boosting: &Boosting, block: &Block<'_>, out: &mut [f64]) {
         let width = self.value_len();
         let k = boosting.outputs;
         let n = out.len() / width;
-        // Raw scores output by output, so that a tree's leaves add to
-        // consecutive rows.
-        let mut raw: Vec<Vec<f64>> = boosting.base_score.iter().map(|&base| vec![base; n]).collect();
-        let mut leaves = vec![0u32; TRAVERSAL_BLOCK.min(n)];
-        for t in 0..self.trees.len() {
-            let raw = &mut raw[t % k][..];
-            block.for_each_batch(t, &mut leaves, |start, leaves, values| {
-                for (r, &leaf) in raw[start..].iter_mut().zip(leaves) {
-                    *r += values[leaf as usize];
-                }
-            });
+        // Raw scores output by output (output `o`'s from `o * n`), so that
+        // a tree's leaves add to consecutive rows.
+        let mut raw: Vec<f64> = boosting.base_score.iter().flat_map(|&base| std::iter::repeat_n(base, n)).collect();
+        let quick = match block.rows {
+            Rows::Ranked(ranks, forest) if QuickScorer::runs_here() => forest.quick_scorer(k).map(|q| (q, ranks)),
+            _ => None,
+        };
+        if let Some((scorer, ranks)) = quick {
+            let n_features = block.n_features;
+            for start in (0..n).step_by(TRAVERSAL_BLOCK) {
+                let end = (start + TRAVERSAL_BLOCK).min(n);
+                let ranks = &ranks[start * n_features..end * n_features];
+                let scored = scorer.add_scores(ranks, end - start, block.missing, &mut raw[start..], n);
+                debug_assert!(scored, "QuickScorer runs on this thread");
+            }
+        } else {
+            let mut leaves = vec![0u32; TRAVERSAL_BLOCK.min(n)];
+            for t in 0..self.trees.len() {
+                let raw = &mut raw[(t % k) * n..(t % k + 1) * n];
+                block.for_each_batch(t, &mut leaves, |start, leaves, values| {
+                    for (r, &leaf) in raw[start..].iter_mut().zip(leaves) {
+                        *r += values[leaf as usize];
+                    }
+                });
+            }
         }
         let mut row_raw = vec![0.0; k];
         for (i, row_out) in out.chunks_exact_mut(width).enumerate() {
-            row_raw.iter_mut().zip(&raw).for_each(|(r, output)| *r = output[i]);
+            row_raw.iter_mut().enumerate().for_each(|(o, r)| *r = raw[o * n + i]);
             boosting.loss.link(&row_raw, row_out);
         }
     }

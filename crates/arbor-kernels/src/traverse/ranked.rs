@@ -223,7 +223,7 @@ const LANES: usize = 32;
 const EARLY_EXIT_DEPTH: usize = 8;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::traverse::flat::leaves_block;
     use crate::traverse::nodes::{FlatNode, TreeNodes};
@@ -233,15 +233,20 @@ mod tests {
     /// `0.5, 1.5, …` (rank `k` is threshold `k + 0.5`), features below
     /// `n_categorical` split on category sets of `set_words` words.
     #[derive(Debug, Clone)]
-    struct Pair {
-        flat: Vec<FlatNode>,
-        flat_sets: Vec<u64>,
-        ranked: Vec<RankNode>,
-        ranked_sets: Vec<u64>,
-        depth: usize,
+    pub(crate) struct Pair {
+        pub flat: Vec<FlatNode>,
+        pub flat_sets: Vec<u64>,
+        pub ranked: Vec<RankNode>,
+        pub ranked_sets: Vec<u64>,
+        pub depth: usize,
     }
 
-    fn pair(shape: &[(u8, u16, bool, u64, u64)], n_features: u16, n_categorical: u16, set_words: usize) -> Pair {
+    pub(crate) fn pair(
+        shape: &[(u8, u16, bool, u64, u64)],
+        n_features: u16,
+        n_categorical: u16,
+        set_words: usize,
+    ) -> Pair {
         // Grows a tree mostly breadth first: each entry splits the oldest
         // open leaf, or for half of them (by the entry's key past its
         // rank) another one, so leaves also sit high in deep trees.
@@ -301,7 +306,7 @@ mod tests {
     }
 
     /// A value's rank against thresholds `0.5, 1.5, …, 39.5`; a category's code.
-    fn rank(x: f64, categorical: bool, set_words: usize) -> u16 {
+    pub(crate) fn rank(x: f64, categorical: bool, set_words: usize) -> u16 {
         if x.is_nan() {
             RankNode::MISSING
         } else if categorical {
@@ -316,7 +321,7 @@ mod tests {
         }
     }
 
-    fn value() -> impl Strategy<Value = f64> {
+    pub(crate) fn value() -> impl Strategy<Value = f64> {
         prop_oneof![
             8 => (-2i32..140).prop_map(|v| f64::from(v) / 2.0 - 0.25),
             2 => (-2i32..140).prop_map(f64::from),
