@@ -66,7 +66,9 @@ impl QuickScorer {
     pub const MAX_LEAVES: usize = 64;
 
     /// The most words (of 64 codes) of a feature's category sets: their
-    /// codes and the code past them fit 31 words of 16 bits.
+    /// 448 codes and the one past them (which reads as outside every set)
+    /// index words 0–28 of the 32 16-bit words a set is held in, so word 31,
+    /// where missing values and larger codes land, stays zero.
     pub const MAX_SET_WORDS: usize = 7;
 
     /// The scorer of `trees` over features whose category sets are
