@@ -65,6 +65,11 @@ impl QuantizeParams {
     pub fn exact() -> QuantizeParams {
         QuantizeParams { max_bins: 65_536, min_bin_size: 1, boundaries: BinBoundaries::Quantile }
     }
+
+    /// Bins for values, the missing-value bin aside (at least one).
+    fn value_bins(&self) -> usize {
+        self.max_bins.saturating_sub(1).max(1)
+    }
 }
 
 /// Maps a feature's raw values to bins; stored in the model so prediction
@@ -107,9 +112,7 @@ impl BinMapper {
                 let distinct = with_numbers!(values, |values| distinct_counts(values));
                 let edges = match params.boundaries {
                     BinBoundaries::Quantile => quantile_edges(&distinct, params),
-                    BinBoundaries::Greedy => {
-                        greedy_edges(&distinct, params.max_bins.saturating_sub(1).max(1), params.min_bin_size)
-                    }
+                    BinBoundaries::Greedy => greedy_edges(&distinct, params.value_bins(), params.min_bin_size),
                 };
                 BinMapper::Numeric { edges }
             }
@@ -221,7 +224,7 @@ impl BinMapper {
 /// about `n / (max_bins - 1)` observations, never fewer than `min_bin_size`,
 /// and an edge lies midway between the last value of a bin and the first of the next.
 fn quantile_edges(distinct: &[(f64, usize)], params: &QuantizeParams) -> Vec<f64> {
-    let value_bins = params.max_bins.saturating_sub(1).max(1);
+    let value_bins = params.value_bins();
     let min_bin_size = params.min_bin_size.max(1);
     let mut remaining: usize = distinct.iter().map(|d| d.1).sum();
     let mut bins_left = value_bins;
