@@ -1,4 +1,4 @@
-//! Criterion benches: the histogram kernels at every SIMD level, one
+//! Criterion benches: the histogram kernels and the split scan at every SIMD level, one
 //! thread's memory bandwidth, preparing training data, training a forest, boosting rounds,
 //! the jobs of level-wise (cluster) boosting, prediction (and the forest's walk at every SIMD level), loading a
 //! model, and explaining predictions (TreeSHAP), on the bundled NYC flights data; and boosted trees scored
@@ -13,9 +13,10 @@ use std::path::PathBuf;
 use arbor::ensemble::{CheckedParams, LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor::kernels::{
-    build_histogram, build_histogram_packed, build_row_histograms, build_row_histograms_quantized, count_keys,
-    ranked_leaves_block, CompactHistogram, HistogramTarget, QuantizedScales, QuantizedStats, QuickScorer, RankNode,
-    RankedTree, RecordSums, RowBins, RowRecords, RowStats, ValueRecordSums, TRAVERSAL_BLOCK,
+    best_split, best_split_plain, build_histogram, build_histogram_packed, build_row_histograms,
+    build_row_histograms_quantized, count_keys, ranked_leaves_block, CompactHistogram, Criterion as SplitCriterion,
+    HistogramTarget, QuantizedScales, QuantizedStats, QuickScorer, RankNode, RankedTree, RecordSums, RowBins,
+    RowRecords, RowStats, SplitConstraints, ValueRecordSums, TRAVERSAL_BLOCK,
 };
 use arbor::quantize::{BinnedMatrix, QuantizeParams};
 use arrow::array::RecordBatch;
@@ -197,6 +198,51 @@ fn histogram(c: &mut Criterion) {
                     .unwrap();
                     black_box(&hist);
                 })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// The best threshold of one dense histogram (flights' `dep_delay`, every
+/// training row: 256 bins): the scan in lanes `best_split` takes against
+/// the plain scan, one threshold at a time, at every SIMD level.
+fn split_scan(c: &mut Criterion) {
+    let batch = flights("flights_cls_train.parquet");
+    let data = training_data(&batch);
+    let matrix = BinnedMatrix::fit(data.columns(), &QuantizeParams::default());
+    let arbor::ensemble::Target::Classes(labels) = data.target() else { unreachable!("flights is classification") };
+    let n = matrix.n_rows();
+    let rows: Vec<u32> = (0..n as u32).collect();
+    let ones = vec![1.0; n];
+    let grad: Vec<f64> = labels.iter().map(|&l| 0.3 - f64::from(l)).collect();
+    let hess = vec![0.21; n];
+    let f = data.features().iter().position(|f| f.name == "dep_delay").expect("flights has dep_delay");
+    let histogram = |target: &HistogramTarget<'_>| {
+        let mut hist = vec![0.0; matrix.mapper(f).n_bins() * target.stride()];
+        build_histogram(matrix.column(f), &rows, &ones, &ones, target, &mut hist);
+        hist
+    };
+    let cases = [
+        ("gini", SplitCriterion::Gini, histogram(&HistogramTarget::Classes { labels, n_classes: 2 })),
+        ("squared_error", SplitCriterion::Mse, histogram(&HistogramTarget::Values { y: &grad })),
+        (
+            "newton",
+            SplitCriterion::Newton { lambda: 1.0 },
+            histogram(&HistogramTarget::Gradients { grad: &grad, hess: &hess }),
+        ),
+    ];
+    let constraints = SplitConstraints::default();
+    let mut group = c.benchmark_group("split_scan");
+    for level in SimdLevel::available() {
+        for (name, criterion, hist) in &cases {
+            group.throughput(Throughput::Elements((hist.len() / 3) as u64));
+            group.bench_function(BenchmarkId::new(format!("{name}_lanes"), level), |b| {
+                b.iter(|| with_simd_level(level, || best_split(black_box(hist), 3, *criterion, &constraints, false)))
+            });
+            group.bench_function(BenchmarkId::new(format!("{name}_plain"), level), |b| {
+                let plain = || best_split_plain(black_box(hist), 3, *criterion, &constraints, false, f64::NEG_INFINITY);
+                b.iter(|| with_simd_level(level, plain))
             });
         }
     }
@@ -428,6 +474,7 @@ fn contributions(c: &mut Criterion) {
 criterion_group!(
     benches,
     histogram,
+    split_scan,
     memory_bandwidth,
     preparation,
     training,

@@ -44,7 +44,7 @@ pub use records::byte_layout::{RowRecords, MAX_RECORD_WIDTH, VALUE_TAIL};
 pub use records::count_key::{count_key, CountKey, MAX_COUNT_CLASSES};
 pub use records::variance::{value_records_variance_until, variance_until};
 pub use split::absolute_error::{MedianScan, MedianSplit};
-pub use split::best::{best_split, best_split_above, occupied_bins};
+pub use split::best::{best_split, best_split_above, best_split_plain, occupied_bins};
 pub use split::candidate::{SplitCandidate, SplitConstraints, Stats, UNCHARGED_DEGREES};
 pub use split::criterion::{child_size, count_weight, node_score, Criterion};
 pub use split::monotone::{node_value, Monotone};

@@ -5,6 +5,15 @@ use crate::split::candidate::{SplitCandidate, SplitConstraints, UNCHARGED_DEGREE
 use crate::split::criterion::{child_size, count, count_weight, Criterion};
 use crate::split::rule::SplitRule;
 use crate::split::scan::{add, Scan, StatBuf};
+use crate::split::threshold_lanes::{best_threshold_lanes, lanes_for};
+
+/// Histograms of fewer bins (forests' small nodes list only the bins they
+/// occupy) are scanned one threshold at a time: with a few bins the lanes'
+/// fixed cost outweighs the divisions they save, and lanes from 8 bins
+/// trained no forest of the bundled sets faster than lanes from 64
+/// (`docs/performance.md`, "Round three (issue 57): forests' small nodes
+/// (project 3)").
+const LANES_FROM_BINS: usize = 64;
 
 /// Observations' worth of the node's mean response added to each category's
 /// when categories are ordered for a subset split (LightGBM's `cat_smooth`).
@@ -50,7 +59,22 @@ pub fn best_split_above(
     categorical: bool,
     floor: f64,
 ) -> Option<SplitCandidate> {
-    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical, floor })
+    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical, floor, lanes: true })
+}
+
+/// [`best_split_above`] by the plain scan alone, never in lanes: the
+/// definition the lanes are tested against, and what the benches compare
+/// them with. Not for use: [`best_split_above`] finds the same split.
+#[doc(hidden)]
+pub fn best_split_plain(
+    hist: &[f64],
+    stride: usize,
+    criterion: Criterion,
+    constraints: &SplitConstraints,
+    categorical: bool,
+    floor: f64,
+) -> Option<SplitCandidate> {
+    crate::dispatch::run(SplitKernel { hist, stride, criterion, constraints, categorical, floor, lanes: false })
 }
 
 struct SplitKernel<'a> {
@@ -60,17 +84,29 @@ struct SplitKernel<'a> {
     constraints: &'a SplitConstraints,
     categorical: bool,
     floor: f64,
+    /// Whether a threshold scan the lanes can score goes to them.
+    lanes: bool,
 }
 
 impl pulp::WithSimd for SplitKernel<'_> {
     type Output = Option<SplitCandidate>;
 
     #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) -> Option<SplitCandidate> {
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> Option<SplitCandidate> {
         // The common strides get fixed-size statistics: regression and
         // boosting (3), two or three classes (3, 4). Two classes under Gini,
         // forests' default, get a scan of their own with the criterion a
-        // constant the compiler folds into the loop.
+        // constant the compiler folds into the loop. Thresholds of three
+        // values go to the lanes, unless a monotone constraint weighs the
+        // children's values.
+        let dense_thresholds = self.lanes
+            && self.stride == 3
+            && !self.categorical
+            && self.hist.len() >= 3 * LANES_FROM_BINS
+            && !self.constraints.monotone.active(self.criterion);
+        if let Some(lanes) = lanes_for(self.criterion).filter(|_| dense_thresholds) {
+            return best_threshold_lanes(simd, self.hist, lanes, self.constraints, self.floor);
+        }
         match (self.stride, self.criterion) {
             (3, Criterion::Gini) => SplitKernel { criterion: Criterion::Gini, ..self }.scan::<[f64; 3]>(),
             (3, _) => self.scan::<[f64; 3]>(),
@@ -84,7 +120,7 @@ impl SplitKernel<'_> {
     /// The scan itself, on statistics held in `B`.
     #[inline(always)]
     fn scan<B: StatBuf>(self) -> Option<SplitCandidate> {
-        let SplitKernel { hist, stride, criterion, constraints, categorical, floor } = self;
+        let SplitKernel { hist, stride, criterion, constraints, categorical, floor, .. } = self;
         let stride = B::stride(stride);
         let n_bins = hist.len() / stride;
         let mut total = B::zeros(stride);

@@ -62,7 +62,7 @@ pub fn child_size(stats: &[f64], criterion: Criterion) -> f64 {
 
 /// `−W·i(t)` up to a term that is the same for a node and its children, so
 /// that a split's gain is `score(L) + score(R) − score(parent)`.
-#[inline]
+#[inline(always)]
 pub fn node_score(stats: &[f64], criterion: Criterion) -> f64 {
     match criterion {
         Criterion::Mse => {

@@ -10,3 +10,4 @@ pub(crate) mod monotone;
 pub(crate) mod random;
 pub(crate) mod rule;
 pub(crate) mod scan;
+pub(crate) mod threshold_lanes;

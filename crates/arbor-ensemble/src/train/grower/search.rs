@@ -178,10 +178,10 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                 // bit; the first such split stands, the others count as tried.
                 visited += 1;
                 continue;
-            } else if self.data.keys.is_some() || (p.end - p.start) * 2 < n_bins {
+            } else if self.data.keys.is_some() || p.end - p.start < COMPACT_ROWS_PER_BIN * n_bins {
                 // Scan only the bins the rows occupy: integer class counts
-                // find them cheaply at any size; other statistics when few
-                // rows fall in many bins.
+                // find them cheaply at any size; other statistics when the
+                // rows are few for the bins (see COMPACT_ROWS_PER_BIN).
                 match (&self.records, self.data.keys, self.data.packed) {
                     (Some(records), None, _) => {
                         let node = records.records(p.start..p.end);
@@ -289,6 +289,15 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         m
     }
 }
+
+/// A node on value statistics with fewer rows than this many times a
+/// feature's bins lists the bins its rows occupy instead of filling and
+/// scanning every bin. Measured on one thread (`train_file`, the peer
+/// table's forest settings, same model bytes): 2 against the former
+/// 1/2 trained synth_reg 2%, diamonds 3% and flights_reg 1% faster; 1
+/// and 4 were slower on flights_reg (`docs/performance.md`, "Round three
+/// (issue 57): forests' small nodes (project 3)").
+const COMPACT_ROWS_PER_BIN: usize = 2;
 
 /// Offers feature `f`'s best split to `best`, where the highest merit wins
 /// and, on a tie, the feature offered first. A split searched charged one
