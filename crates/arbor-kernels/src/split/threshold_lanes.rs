@@ -145,6 +145,7 @@ struct Best {
     left: [f64; 3],
 }
 
+/// [`best_threshold_lanes`] for one criterion's values `T`.
 #[inline(always)]
 fn scan<S: Simd, T: ThreeValues>(
     simd: S,
