@@ -162,7 +162,7 @@ fn scan<S: Simd, T: ThreeValues>(
         (t0, t1, t2) = (t0 + bin[0], t1 + bin[1], t2 + bin[2]);
     }
     let total = [t0, t1, t2];
-    let has_missing = occupied(values, &bins[0]);
+    let has_missing = occupied::<T>(&bins[0]);
     let best = if has_missing {
         scan_bins::<S, T, true>(simd, bins, values, constraints, floor, total)
     } else {
@@ -171,7 +171,7 @@ fn scan<S: Simd, T: ThreeValues>(
     // As the plain scan: bins empty between the children split half and
     // half; without missing values in the node, they follow the larger child.
     let n_bins = bins.len();
-    let b = match (best.bin + 1..n_bins).find(|&nb| occupied(values, &bins[nb])) {
+    let b = match (best.bin + 1..n_bins).find(|&nb| occupied::<T>(&bins[nb])) {
         Some(next) => (best.bin + next) / 2,
         None => best.bin,
     };
@@ -189,7 +189,7 @@ fn scan<S: Simd, T: ThreeValues>(
 
 /// Whether a bin holds rows.
 #[inline(always)]
-fn occupied<T: ThreeValues>(_: T, bin: &[f64; 3]) -> bool {
+fn occupied<T: ThreeValues>(bin: &[f64; 3]) -> bool {
     bin[T::COUNT] > 0.0
 }
 
@@ -226,8 +226,8 @@ fn scan_bins<S: Simd, T: ThreeValues, const MISSING: bool>(
             // An empty bin adds nothing, as the plain scan skips it: a
             // histogram found by subtraction may hold rounding residue
             // in a bin of no rows.
-            let full = bin[T::COUNT] > 0.0;
-            let [b0, b1, b2] = [0, 1, 2].map(|k| if full { bin[k] } else { 0.0 });
+            let full = occupied::<T>(bin);
+            let (b0, b1, b2) = if full { (bin[0], bin[1], bin[2]) } else { (0.0, 0.0, 0.0) };
             (a0, a1, a2) = (a0 + b0, a1 + b1, a2 + b2);
             (lefts[0][j], lefts[1][j], lefts[2][j]) = (a0, a1, a2);
             if MISSING {
