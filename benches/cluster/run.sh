@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The cluster benchmark: trains and scores a random forest on a generated
 # table (5M rows x 20 features in 8 Parquet files by default) in one process,
-# on a one-executor cluster and on a two-executor cluster (one task slot each),
-# and reports wall time, the bytes executors wrote for shuffles, and each
-# executor's peak memory.
+# then on clusters of one and two executors of one task slot each
+# (ARBOR_BENCH_EXECUTORS="1 2 4" adds four), and reports wall time, the
+# bytes executors wrote for shuffles, and each executor's peak memory.
 #
 #   benches/cluster/run.sh [DATA_DIR] [ROWS]
 #
@@ -15,6 +15,8 @@ rows="${2:-5000000}"
 arbor="${ARBOR:-$PWD/target/release/arbor}"
 python="${PYTHON:-python3}"
 options="${ARBOR_BENCH_OPTIONS:-n_trees=8 max_depth=16 seed=1}"
+# ARBOR_BENCH_EXECUTORS lists the clusters to run, by executor count (default "1 2").
+executors="${ARBOR_BENCH_EXECUTORS:-1 2}"
 # ARBOR_BENCH_POLICY=push-staged runs the cluster with Ballista's push scheduling
 # (arbor's default is pull-staged; see docs/cluster.md for the trade-off).
 policy="${ARBOR_BENCH_POLICY:-}"
@@ -80,12 +82,16 @@ cluster() { # RUN EXECUTORS
 echo "rows: $(ls "$data/train" | wc -l) files, options: $options, threads: one process uses every core, scheduling: ${policy:-pull-staged}"
 phase single ""
 echo "single       peak RSS of the training process: $(( $(tail -1 "$data/single-train-rss") / 1024 )) MB"
-cluster one-executor 1
-cluster two-executors 2
-"$python" - "$data" <<'PY'
+names=([1]=one-executor [2]=two-executors [3]=three-executors [4]=four-executors)
+runs=()
+for n in $executors; do
+    [[ -n "${names[$n]:-}" ]] || { echo "ARBOR_BENCH_EXECUTORS: 1 to 4 executors, not $n" >&2; exit 1; }
+    cluster "${names[$n]}" "$n"
+    runs+=("${names[$n]}")
+done
+"$python" - "$data" "${runs[@]}" <<'PY'
 import sys, pyarrow.parquet as pq
-d = sys.argv[1]
-a = pq.read_table(f"{d}/scored-one-executor.parquet").column("p")
-b = pq.read_table(f"{d}/scored-two-executors.parquet").column("p")
-print("one- and two-executor predictions identical:", a.equals(b))
+d, runs = sys.argv[1], sys.argv[2:]
+scored = [pq.read_table(f"{d}/scored-{run}.parquet").column("p") for run in runs]
+print(f"{', '.join(runs)}: predictions identical:", all(s.equals(scored[0]) for s in scored))
 PY

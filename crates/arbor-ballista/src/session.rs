@@ -60,8 +60,8 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
     // DataFusion's physical rules, then arbor's, once partial aggregates and partitions are final.
     let mut physical_rules = PhysicalOptimizer::new().rules;
     physical_rules.push(Arc::new(PartitionedTraining));
-    // Level jobs read each partition through the executor's kept shard.
-    physical_rules.push(Arc::new(ResidentShards));
+    // Level and finishing jobs read each partition through the executor's kept shard.
+    let physical_rules = ResidentShards::placed_in(physical_rules);
     // What Ballista's default session builder sets, plus arbor's functions and rule.
     let mut state = SessionStateBuilder::new()
         .with_default_features()

@@ -39,19 +39,23 @@ use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{exec_err, DFSchema, ScalarValue};
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
+use datafusion::execution::TaskContext;
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
 use datafusion::logical_expr::{
     col, Aggregate, AggregateUDF, EmptyRelation, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF,
 };
 use datafusion::physical_plan::{collect, ExecutionPlan};
+use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 
 use crate::error::FunctionError;
 use crate::finish_nodes::FinishNodes;
 use crate::level_progress::{LevelProgress, LevelStep};
 use crate::model_column::{model_scalar, ModelKind};
+use crate::resident_shards::{file_scan, with_options};
 use crate::small_node_records::SmallNodeRecords;
 use crate::sql_options::TrainOptions;
 use crate::train_step::{StepOutcome, TrainStep};
@@ -129,6 +133,8 @@ impl LevelTraining {
         session: &dyn Session,
     ) -> Result<Option<LogicalPlan>> {
         let progress = session.config().get_extension::<LevelProgress>();
+        // Every job of the training reads the input's partitions alike (their files name its shards).
+        let context = job_context(session, whole_files(&aggregate.input, session).await);
         let mut jobs = 1;
         let report = |state: &LevelState, jobs: usize| {
             if let Some(progress) = &progress {
@@ -137,7 +143,7 @@ impl LevelTraining {
                 progress.report(&LevelStep { jobs, rounds_done, n_rounds, unit, open_nodes: standing.open_nodes });
             }
         };
-        let mut state = match self.step(aggregate, &call, Vec::new(), session).await? {
+        let mut state = match self.step(aggregate, &call, Vec::new(), session, &context).await? {
             StepOutcome::Grow(state) => state,
             StepOutcome::OneNode(_) => return Ok(None),
             StepOutcome::Sums(_) => return exec_err!("{NAME}: the summary job returned sums"),
@@ -149,13 +155,13 @@ impl LevelTraining {
         while !state.is_done() {
             if state.finishing().is_empty() {
                 // The level grows here, where the previous level's histograms are kept.
-                match self.step(aggregate, &call, state.to_bytes(), session).await? {
+                match self.step(aggregate, &call, state.to_bytes(), session, &context).await? {
                     StepOutcome::Sums(sums) => state.grow(&call.params, sums).exec(NAME)?,
                     StepOutcome::Grow(_) => return exec_err!("{NAME}: a level job returned a state, not sums"),
                     StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
                 }
             } else {
-                let grown = self.finish(aggregate, &call, state.finishing_bytes(), session).await?;
+                let grown = self.finish(aggregate, &call, state.finishing_bytes(), session, &context).await?;
                 state.graft_nodes(&call.params, grown).exec(NAME)?;
             }
             jobs += 1;
@@ -189,6 +195,7 @@ impl LevelTraining {
         call: &LevelCall,
         state: Vec<u8>,
         session: &dyn Session,
+        context: &Arc<TaskContext>,
     ) -> Result<Vec<(NodeKey, Vec<u8>)>> {
         let (_, columns) = call.args.split_last().expect("a level call has options");
         let options = || ScalarValue::Utf8(Some(call.options.clone()));
@@ -212,7 +219,7 @@ impl LevelTraining {
             .build()?;
         let exec = self.inner.create_physical_plan(&plan, session).await?;
         let mut grown = Vec::new();
-        for batch in collect(exec, session.task_ctx()).await? {
+        for batch in collect(exec, context.clone()).await? {
             let (Some(keys), Some(subtrees)) =
                 (batch.column(0).as_primitive_opt::<UInt64Type>(), batch.column(1).as_binary_opt::<i32>())
             else {
@@ -235,6 +242,7 @@ impl LevelTraining {
         call: &LevelCall,
         state: Vec<u8>,
         session: &dyn Session,
+        context: &Arc<TaskContext>,
     ) -> Result<StepOutcome> {
         let (options, columns) = call.args.split_last().expect("a level call has options");
         let options = match options {
@@ -254,7 +262,7 @@ impl LevelTraining {
         ));
         let plan = LogicalPlan::Aggregate(Aggregate::try_new(aggregate.input.clone(), vec![], vec![step])?);
         let exec = self.inner.create_physical_plan(&plan, session).await?;
-        let batches = collect(exec, session.task_ctx()).await?;
+        let batches = collect(exec, context.clone()).await?;
         let Some(bytes) = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
             let column = b.column(0).as_binary_opt::<i32>()?;
             column.is_valid(0).then(|| column.value(0).to_vec())
@@ -270,6 +278,54 @@ impl QueryPlanner for LevelTraining {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
         let plan = self.train_in(plan, session).await?;
         self.inner.create_physical_plan(&plan, session).await
+    }
+}
+
+/// Whether every file `input` scans is a Parquet file of at most one row
+/// group. DataFusion cuts files into byte ranges to fill its target
+/// partitions, and a range reads the row groups that start in it: a file of
+/// one row group (pyarrow and pandas write up to a million rows in one)
+/// gives one range its rows and the others none, and each empty partition
+/// is still a task in every level job. Such files are better read whole.
+/// Anything this cannot tell (no single file scan, a footer it cannot
+/// read) answers no: DataFusion's ranges then stand.
+async fn whole_files(input: &LogicalPlan, session: &dyn Session) -> bool {
+    let Ok(plan) = DefaultPhysicalPlanner::default().create_physical_plan(input, session).await else {
+        return false;
+    };
+    let mut scans = Vec::new();
+    let _ = plan.apply(|node| {
+        if let Some(scan) = file_scan(node.as_ref()) {
+            scans.push(scan.clone());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    let [scan] = scans.as_slice() else { return false };
+    if scan.file_source().file_type() != "parquet" {
+        return false;
+    }
+    let Ok(store) = session.runtime_env().object_store(&scan.object_store_url) else { return false };
+    let mut seen = std::collections::HashSet::new();
+    for file in scan.file_groups.iter().flat_map(|group| group.files()) {
+        if !seen.insert(file.object_meta.location.clone()) {
+            continue;
+        }
+        match DFParquetMetadata::new(store.as_ref(), &file.object_meta).fetch_metadata().await {
+            Ok(metadata) if metadata.num_row_groups() <= 1 => {}
+            _ => return false,
+        }
+    }
+    !seen.is_empty()
+}
+
+/// The context a training's jobs run in: the session's, reading each file
+/// whole when [`whole_files`] says so (the settings travel with each job
+/// to a cluster's scheduler, which plans it).
+fn job_context(session: &dyn Session, whole_files: bool) -> Arc<TaskContext> {
+    let context = session.task_ctx();
+    match whole_files {
+        true => with_options(&context, |options| options.optimizer.repartition_file_scans = false),
+        false => context,
     }
 }
 
@@ -345,5 +401,52 @@ impl LevelCall {
             options: text.clone(),
             params: checked,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+
+    use super::*;
+
+    /// Whether a training over `dir`'s Parquet files reads them whole.
+    async fn reads_whole(dir: &std::path::Path) -> bool {
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(4));
+        ctx.register_parquet("t", &format!("{}/", dir.display()), ParquetReadOptions::default()).await.unwrap();
+        let input = ctx.table("t").await.unwrap().into_optimized_plan().unwrap();
+        let state = ctx.state();
+        let whole = whole_files(&input, &state).await;
+        let options = job_context(&state, whole).session_config().options().optimizer.repartition_file_scans;
+        assert_eq!(options, !whole, "the jobs' context says what was decided");
+        whole
+    }
+
+    /// Files of one row group each are read whole (cut into ranges, all
+    /// but one range of each would be empty); a file of several row groups
+    /// keeps DataFusion's ranges, which spread its row groups.
+    #[tokio::test]
+    async fn files_of_one_row_group_are_read_whole() {
+        let dir = std::env::temp_dir().join(format!("arbor-whole-files-{}", std::process::id()));
+        let ctx = SessionContext::new();
+        for name in ["a", "b"] {
+            let copy = format!(
+                "COPY (SELECT v AS x, v % 2 AS label FROM generate_series(1, 1000) AS s(v)) \
+                 TO '{}/one/{name}.parquet' STORED AS PARQUET",
+                dir.display()
+            );
+            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
+        }
+        let several = format!(
+            "COPY (SELECT v AS x, v % 2 AS label FROM generate_series(1, 1000) AS s(v)) \
+             TO '{}/several/c.parquet' STORED AS PARQUET OPTIONS ('format.max_row_group_size' '100')",
+            dir.display()
+        );
+        ctx.sql(&several).await.unwrap().collect().await.unwrap();
+        let one = reads_whole(&dir.join("one")).await;
+        let cut = reads_whole(&dir.join("several")).await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(one, "two files of one row group each are read whole");
+        assert!(!cut, "a file of ten row groups is cut into ranges");
     }
 }

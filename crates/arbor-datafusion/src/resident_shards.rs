@@ -2,14 +2,18 @@
 //!
 //! Level-wise training ([`crate::level_training`]) runs one job per tree
 //! level, each `arbor_train_step(<state>, label, features...)` over the
-//! same input. The physical rule [`ResidentShards`] replaces each level
-//! job's partial aggregate with [`LevelStepExec`]: for its partition it
+//! same input, and a forest's finishing jobs, each
+//! `arbor_small_node_records(<state>, label, features...)` over it. The
+//! physical rule [`ResidentShards`] replaces each level job's partial
+//! aggregate, and each finishing job's records projection, with
+//! [`LevelStepExec`]: for its partition it
 //! looks up the training's shard in the process's [`shard_store`] (the
 //! partition's rows binned with the training's bins, with labels, weights,
 //! content hashes and boosting's scores; [`LevelShard`]), and only on a
 //! miss reads the partition and builds it. Its output is the partial
-//! aggregate's, bit for bit: a level's sums are computed from a shard
-//! either way, kept or just built.
+//! aggregate's (or the projection's), bit for bit: a level's sums and a
+//! batch's records are computed from a shard either way, kept or just
+//! built.
 //!
 //! Only inputs that give a partition the same rows every time are read so
 //! (a file scan under projections and filters of stable functions); any
@@ -17,9 +21,9 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, LevelSums, Task};
-use arrow::array::{BinaryArray, RecordBatch};
-use arrow::datatypes::SchemaRef;
+use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, NodeRecords, Task};
+use arrow::array::{ArrayRef, BinaryArray, RecordBatch};
+use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, ScalarValue};
@@ -28,15 +32,14 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::projection::ProjectionExpr;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, ScalarFunctionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
-    displayable, DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
-    SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties, SendableRecordBatchStream,
 };
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -45,6 +48,7 @@ use crate::binned_training::calls_volatile;
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
 use crate::shard_store::{shard_store, ShardKey};
+use crate::small_node_records::{SmallNodeRecords, SMALL_NODE_RECORDS};
 use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
 use crate::train_step::{level_partial, TRAIN_STEP};
 
@@ -58,6 +62,20 @@ const MAGIC: &[u8] = b"arbor-level-step\0";
 /// (see the module's documentation).
 #[derive(Debug, Default)]
 pub struct ResidentShards;
+
+impl ResidentShards {
+    /// `rules` with this rule where it must run: after the rules that
+    /// settle partial aggregates and partitions, before DataFusion's first
+    /// projection pushdown, which would fold a finishing job's records
+    /// call into its file scan.
+    pub fn placed_in(
+        mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>>,
+    ) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+        let at = rules.iter().position(|rule| rule.name() == "ProjectionPushdown").unwrap_or(rules.len());
+        rules.insert(at, Arc::new(ResidentShards));
+        rules
+    }
+}
 
 impl PhysicalOptimizerRule for ResidentShards {
     fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
@@ -77,51 +95,83 @@ impl PhysicalOptimizerRule for ResidentShards {
     }
 }
 
+/// What a level step hands on from its partition's shard.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+enum StepOutput {
+    /// The level's partial sums, as the partial `arbor_train_step` aggregate gives them.
+    Sums,
+    /// The small nodes' records, as `arbor_small_node_records` gives a batch's.
+    Records,
+}
+
 /// What a level step carries besides its input, as it travels to executors.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct StepSpec {
+    output: StepOutput,
     /// The training state (`LevelState` bytes) the level starts from.
     state: Vec<u8>,
     /// The options, as written.
     options: String,
     /// Which input column holds sample weights.
     weight: Option<usize>,
-    /// A fingerprint of the plan the input's partitions are read from.
+    /// A fingerprint of the data arguments (names and types): with the
+    /// training's id and the partition's files, what names a shard.
     input_key: u64,
 }
 
-/// One level job's partial sums over one partition, read from the
-/// partition's shard (see the module's documentation).
+/// One level job's partial sums, or one finishing job's records, over one
+/// partition, read from the partition's shard (see the module's documentation).
 #[derive(Clone, Debug)]
 pub struct LevelStepExec {
     /// The data arguments (label first), one column each, named as the aggregate named them.
     input: Arc<dyn ExecutionPlan>,
     spec: Arc<StepSpec>,
-    /// The partial aggregate's output: one binary column.
+    /// The replaced node's output: one binary column (sums) or list column (records).
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
 }
 
 impl LevelStepExec {
     /// The exec that replaces `plan`, if it is a level job's partial
-    /// `arbor_train_step` aggregate over an input whose partitions give the
-    /// same rows every time.
+    /// `arbor_train_step` aggregate or a finishing job's
+    /// `arbor_small_node_records` projection, over an input whose
+    /// partitions give the same rows every time.
     fn replacing(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<LevelStepExec>> {
-        let Some(aggregate) = plan.downcast_ref::<AggregateExec>() else { return Ok(None) };
-        if *aggregate.mode() != AggregateMode::Partial
-            || !aggregate.group_expr().is_empty()
-            || aggregate.aggr_expr().len() != 1
-            || aggregate.filter_expr().iter().any(Option::is_some)
-        {
-            return Ok(None);
+        if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
+            if *aggregate.mode() != AggregateMode::Partial
+                || !aggregate.group_expr().is_empty()
+                || aggregate.aggr_expr().len() != 1
+                || aggregate.filter_expr().iter().any(Option::is_some)
+            {
+                return Ok(None);
+            }
+            let call = &aggregate.aggr_expr()[0];
+            if call.fun().name() != TRAIN_STEP || call.is_distinct() || !call.order_bys().is_empty() {
+                return Ok(None);
+            }
+            return Self::over(StepOutput::Sums, aggregate.input(), &call.expressions(), aggregate.schema());
         }
-        let call = &aggregate.aggr_expr()[0];
-        if call.fun().name() != TRAIN_STEP || call.is_distinct() || !call.order_bys().is_empty() {
-            return Ok(None);
+        if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+            let [only] = projection.expr() else { return Ok(None) };
+            let Some(call) = only.expr.downcast_ref::<ScalarFunctionExpr>() else { return Ok(None) };
+            if call.name() != SMALL_NODE_RECORDS {
+                return Ok(None);
+            }
+            return Self::over(StepOutput::Records, projection.input(), call.args(), projection.schema());
         }
-        let input = aggregate.input();
+        Ok(None)
+    }
+
+    /// The exec that gives `output` from `input`'s shards for a call of
+    /// `exprs` (the state, the data arguments, the options), if the state
+    /// is a level's and `input` reads its partitions the same each time.
+    fn over(
+        output: StepOutput,
+        input: &Arc<dyn ExecutionPlan>,
+        exprs: &[Arc<dyn PhysicalExpr>],
+        schema_out: SchemaRef,
+    ) -> Result<Option<LevelStepExec>> {
         let schema = input.schema();
-        let exprs = call.expressions();
         let state = match exprs.first().and_then(|e| constant(e, &schema)) {
             Some(ScalarValue::Binary(Some(b)) | ScalarValue::LargeBinary(Some(b))) if !b.is_empty() => b,
             // The summary step (an empty state) reads every row once anyway.
@@ -149,9 +199,14 @@ impl LevelStepExec {
             .map(|(e, n)| ProjectionExpr { expr: e.clone(), alias: n.clone() })
             .collect::<Vec<_>>();
         let projected: Arc<dyn ExecutionPlan> = Arc::new(ProjectionExec::try_new(projection, input.clone())?);
-        let input_key = xxhash_rust::xxh3::xxh3_64(displayable(input.as_ref()).indent(true).to_string().as_bytes());
-        let spec = StepSpec { state, options, weight, input_key };
-        Ok(Some(LevelStepExec::new(projected, Arc::new(spec), aggregate.schema())))
+        // A training has one input, which its level and finishing jobs may
+        // plan apart (a projection pushed into the scan or not): its
+        // arguments, with the training and the files, name its shards.
+        let arguments =
+            projected.schema().fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>();
+        let input_key = xxhash_rust::xxh3::xxh3_64(arguments.join(", ").as_bytes());
+        let spec = StepSpec { output, state, options, weight, input_key };
+        Ok(Some(LevelStepExec::new(projected, Arc::new(spec), schema_out)))
     }
 
     fn new(input: Arc<dyn ExecutionPlan>, spec: Arc<StepSpec>, schema: SchemaRef) -> LevelStepExec {
@@ -182,70 +237,95 @@ impl LevelStepExec {
         let [input] = inputs else {
             return Err(DataFusionError::Internal(format!("{NAME}: a level step has one input, not {}", inputs.len())));
         };
-        let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
-            column,
-            arrow::datatypes::DataType::Binary,
-            true,
-        )]));
+        let data_type = match spec.output {
+            StepOutput::Sums => DataType::Binary,
+            StepOutput::Records => SmallNodeRecords::return_type_of(),
+        };
+        let schema =
+            Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(column, data_type, true)]));
         Ok(Some(Arc::new(LevelStepExec::new(input.clone(), Arc::new(spec), schema))))
     }
 
-    /// The partition's partial sums: from its kept shard, or from a shard
-    /// built from its rows (and kept, if the store has room).
-    async fn partial(self, partition: usize, context: Arc<TaskContext>) -> Result<RecordBatch> {
+    /// The partition's shard: kept, or built from its rows (and kept, if
+    /// the store has room); `None` when it holds nothing to train on.
+    async fn shard(&self, partition: usize, context: Arc<TaskContext>) -> Result<Option<(ShardKey, Arc<LevelShard>)>> {
         let spec = self.spec.clone();
-        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
+        let state = Arc::new(LevelState::from_bytes(&spec.state).exec(NAME)?);
         // A task's plan numbers its partitions from 0 (Ballista restricts the
         // scan to the task's slice): the shard is named by the files it reads.
         let files = partition_files(&self.input, partition)?;
         let key = ShardKey { training: state.shard_key(), input: spec.input_key, files };
         let store = shard_store();
-        let shard = match store.get(&key) {
-            Some(shard) => Some(shard),
-            None => {
-                let mut arrays = vec![ColumnChunks::default(); self.input.schema().fields().len()];
-                let mut stream = self.input.execute(partition, own_files_only(&context))?;
-                while let Some(batch) = stream.next().await {
-                    let batch = batch?;
-                    for (store, column) in arrays.iter_mut().zip(batch.columns()) {
-                        store.push(column.clone())?;
-                    }
-                }
-                let (state, spec, schema) = (state.clone(), spec.clone(), self.input.schema());
-                let built = tokio::task::spawn_blocking(move || build_shard(&state, &spec, &schema, &mut arrays))
-                    .await
-                    .map_err(|e| DataFusionError::Execution(format!("{NAME}: a level job stopped: {e}")))??;
-                built.map(|shard| {
-                    let shard = Arc::new(shard);
-                    store.insert(key, shard.clone());
-                    shard
-                })
+        if let Some(shard) = store.get(&key) {
+            return Ok(Some((key, shard)));
+        }
+        let mut arrays = vec![ColumnChunks::default(); self.input.schema().fields().len()];
+        let mut stream = self.input.execute(partition, own_files_only(&context))?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            for (store, column) in arrays.iter_mut().zip(batch.columns()) {
+                store.push(column.clone())?;
             }
-        };
-        let sums = match shard {
-            None => None,
-            Some(shard) => {
-                let sums = tokio::task::spawn_blocking(move || -> Result<LevelSums> {
-                    let sums = state.shard_sums(&shard).exec(NAME)?;
-                    Ok(sums)
-                })
-                .await
-                .map_err(|e| DataFusionError::Execution(format!("{NAME}: a level job stopped: {e}")))??;
-                store.resized(&key);
-                Some(sums)
-            }
-        };
-        let column = BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]);
-        Ok(RecordBatch::try_new(self.schema.clone(), vec![Arc::new(column)])?)
+        }
+        let schema = self.input.schema();
+        let built = blocking(move || build_shard(&state, &spec, &schema, &mut arrays)).await?;
+        Ok(built.map(|shard| {
+            let shard = Arc::new(shard);
+            store.insert(key, shard.clone());
+            (key, shard)
+        }))
     }
+
+    /// The partition's output: its partial sums or its records, from its shard.
+    async fn output(self, partition: usize, context: Arc<TaskContext>) -> Result<RecordBatch> {
+        let shard = self.shard(partition, context).await?;
+        let spec = self.spec.clone();
+        let column: ArrayRef = match spec.output {
+            StepOutput::Sums => {
+                let sums = match shard {
+                    None => None,
+                    Some((key, shard)) => {
+                        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
+                        let sums = blocking(move || state.shard_sums(&shard).exec(NAME)).await?;
+                        shard_store().resized(&key);
+                        Some(sums)
+                    }
+                };
+                Arc::new(BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]))
+            }
+            StepOutput::Records => {
+                let records = match shard {
+                    None => NodeRecords::default(),
+                    Some((_, shard)) => {
+                        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
+                        blocking(move || state.shard_records(&shard).exec(NAME)).await?
+                    }
+                };
+                SmallNodeRecords::to_lists(records, 1)?
+            }
+        };
+        Ok(RecordBatch::try_new(self.schema.clone(), vec![column])?)
+    }
+}
+
+/// `work`'s result, run on a thread that may block.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| DataFusionError::Execution(format!("{NAME}: a level job stopped: {e}")))?
 }
 
 /// `context` with DataFusion's file work stealing off: a partition then
 /// reads its own file group, not whichever files its siblings in the task
 /// left, so the files that name a shard are the files whose rows it holds.
 fn own_files_only(context: &TaskContext) -> Arc<TaskContext> {
+    with_options(context, |options| options.execution.enable_file_stream_work_stealing = false)
+}
+
+/// `context` with its session's options changed by `change`.
+pub(crate) fn with_options(context: &TaskContext, change: impl FnOnce(&mut ConfigOptions)) -> Arc<TaskContext> {
     let mut config = context.session_config().clone();
-    config.options_mut().execution.enable_file_stream_work_stealing = false;
+    change(config.options_mut());
     Arc::new(TaskContext::new(
         context.task_id(),
         context.session_id(),
@@ -299,7 +379,7 @@ fn stable_partitions(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
 }
 
 /// The scan of files `node` is, if it is one.
-fn file_scan(node: &dyn ExecutionPlan) -> Option<&FileScanConfig> {
+pub(crate) fn file_scan(node: &dyn ExecutionPlan) -> Option<&FileScanConfig> {
     node.downcast_ref::<DataSourceExec>()?.data_source().downcast_ref::<FileScanConfig>()
 }
 
@@ -357,8 +437,18 @@ impl ExecutionPlan for LevelStepExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let exec = self.clone();
-        let partial = futures::stream::once(exec.partial(partition, context));
+        let partial = futures::stream::once(exec.output(partition, context));
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), partial)))
+    }
+}
+
+impl LevelStepExec {
+    /// The function whose work the exec does.
+    fn function(&self) -> &'static str {
+        match self.spec.output {
+            StepOutput::Sums => TRAIN_STEP,
+            StepOutput::Records => SMALL_NODE_RECORDS,
+        }
     }
 }
 
@@ -367,15 +457,16 @@ impl DisplayAs for LevelStepExec {
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
                 let names = self.input.schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
-                write!(f, "LevelStepExec: {TRAIN_STEP}({}) over kept shards", names.join(", "))
+                write!(f, "LevelStepExec: {}({}) over kept shards", self.function(), names.join(", "))
             }
-            DisplayFormatType::TreeRender => write!(f, "{TRAIN_STEP}"),
+            DisplayFormatType::TreeRender => write!(f, "{}", self.function()),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use datafusion::physical_plan::displayable;
     use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
     use super::*;
@@ -392,6 +483,66 @@ mod tests {
             rows += batch.unwrap().num_rows();
         }
         rows
+    }
+
+    /// The level step planned for `sql` over `dir`'s Parquet files, by a
+    /// session with the rule.
+    async fn level_step(dir: &str, sql: &str) -> LevelStepExec {
+        use datafusion::execution::SessionStateBuilder;
+        use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+        let rules =
+            ResidentShards::placed_in(datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules);
+        let state = SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(SessionConfig::new().with_target_partitions(2))
+            .with_physical_optimizer_rules(rules)
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        ctx.register_udaf(AggregateUDF::new_from_impl(crate::TrainStep::new()));
+        ctx.register_udf(ScalarUDF::new_from_impl(SmallNodeRecords::new()));
+        ctx.register_parquet("t", dir, ParquetReadOptions::default()).await.unwrap();
+        let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
+        let mut found = None;
+        plan.apply(|node| {
+            found = node.downcast_ref::<LevelStepExec>().cloned();
+            Ok(if found.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+        })
+        .unwrap();
+        found.unwrap_or_else(|| panic!("no level step in {}", displayable(plan.as_ref()).indent(true)))
+    }
+
+    /// A forest's finishing job reads the shards its level jobs kept: the
+    /// rule puts a level step in place of its records projection, over the
+    /// same input, so both name a partition's shard alike.
+    #[tokio::test]
+    async fn finishing_jobs_read_the_level_jobs_shards() {
+        let dir = std::env::temp_dir().join(format!("arbor-finishing-shards-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctx = SessionContext::new();
+        for (name, rows) in [("a", "(1, 0.5, 2.0), (0, 1.5, 3.0)"), ("b", "(1, 2.5, 4.0)")] {
+            let copy = format!(
+                "COPY (SELECT column1 AS label, column2 AS x, column3 AS w FROM (VALUES {rows})) \
+                 TO '{}/{name}.parquet' STORED AS PARQUET",
+                dir.display()
+            );
+            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
+        }
+        let dir_name = format!("{}/", dir.display());
+        let options = "'n_trees=2 weight=w'";
+        let level =
+            level_step(&dir_name, &format!("SELECT arbor_train_step(X'01', label, x, w, {options}) FROM t")).await;
+        let finishing = level_step(
+            &dir_name,
+            &format!("SELECT unnest(arbor_small_node_records(X'01', label, x, w, {options})) FROM t"),
+        )
+        .await;
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((level.spec.output, finishing.spec.output), (StepOutput::Sums, StepOutput::Records));
+        assert_eq!(level.spec.input_key, finishing.spec.input_key, "one input, one name for its shards");
+        assert_eq!(level.spec.weight, finishing.spec.weight);
+        assert_eq!(finishing.schema.field(0).data_type(), &SmallNodeRecords::return_type_of());
+        let shown = displayable(&finishing).one_line().to_string();
+        assert!(shown.contains("arbor_small_node_records(label, x, w) over kept shards"), "{shown}");
     }
 
     /// A shard is named by its partition's files, so a level job must read

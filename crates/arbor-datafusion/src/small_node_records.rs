@@ -3,17 +3,18 @@
 //! job that finishes those nodes (see [`crate::level_training`]).
 //!
 //! Each record is a row, binned, with its bootstrap multiplicity in the
-//! node's tree, keyed by the node. The job unnests the records and groups
-//! them by key, so every node's rows meet in one group wherever its task
-//! runs ([`crate::finish_nodes`]). Which row of a batch carries a record
-//! does not matter, only its key: a batch's records are all the first
-//! row's list, the others' lists are empty.
+//! node's tree; a batch's records of one node travel together, keyed by
+//! the node. The job unnests them and groups them by key, so every node's
+//! rows meet in one group wherever its task runs ([`crate::finish_nodes`]).
+//! Which row of a batch carries them does not matter, only their key: a
+//! batch's nodes are all in the first row's list, the others' lists are
+//! empty.
 
 use std::sync::Arc;
 
 use arbor_ensemble::{ArborError, LevelState, NodeRecords};
-use arrow::array::{new_empty_array, ArrayRef, BinaryArray, ListArray, StructArray, UInt64Array};
-use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow::array::{new_empty_array, ArrayRef, LargeBinaryBuilder, ListArray, StructArray, UInt64Array};
+use arrow::buffer::OffsetBuffer;
 use arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, ScalarValue};
 use datafusion::error::Result;
@@ -44,30 +45,34 @@ impl SmallNodeRecords {
         SmallNodeRecords { signature: Signature::variadic_any(Volatility::Immutable), states: StateCache::default() }
     }
 
-    /// The fields of a record: the node's key and the record's bytes.
+    /// The fields of an entry: a node's key and its records' bytes (large:
+    /// a partition's records of one node can pass 2 GiB).
     pub fn record_fields() -> Fields {
-        Fields::from(vec![Field::new("key", DataType::UInt64, false), Field::new("record", DataType::Binary, false)])
+        Fields::from(vec![
+            Field::new("key", DataType::UInt64, false),
+            Field::new("record", DataType::LargeBinary, false),
+        ])
     }
 
-    /// A list of `n_rows` lists, the first holding every record of `records`.
-    fn to_lists(records: NodeRecords, n_rows: usize) -> Result<ArrayRef> {
+    /// What the function returns: a list of (key, records) entries.
+    pub fn return_type_of() -> DataType {
+        DataType::List(Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false)))
+    }
+
+    /// A list of `n_rows` lists, the first holding an entry per node of
+    /// `records`: the grouping then meets a row per node and batch, not
+    /// per record.
+    pub(crate) fn to_lists(records: NodeRecords, n_rows: usize) -> Result<ArrayRef> {
         let item = Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false));
         if n_rows == 0 {
             return Ok(new_empty_array(&DataType::List(item)));
         }
-        let n = records.keys.len();
-        let offsets: Vec<i32> = (0..=n)
-            .map(|i| i32::try_from(i * records.width))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|_| ArborError::Data(format!("a batch's {n} small-node records exceed 2 GiB")))
-            .exec(NAME)?;
-        let bytes = BinaryArray::try_new(
-            OffsetBuffer::new(ScalarBuffer::from(offsets)),
-            Buffer::from_vec(records.records),
-            None,
-        )?;
-        let keys = UInt64Array::from_iter_values(records.keys.iter().map(|key| key.bits()));
-        let entries = StructArray::try_new(Self::record_fields(), vec![Arc::new(keys), Arc::new(bytes)], None)?;
+        let n = records.nodes.len();
+        let keys = UInt64Array::from_iter_values(records.nodes.iter().map(|(key, _)| key.bits()));
+        let mut bytes = LargeBinaryBuilder::with_capacity(n, records.len_bytes());
+        records.nodes.iter().for_each(|(_, records)| bytes.append_value(records));
+        let entries =
+            StructArray::try_new(Self::record_fields(), vec![Arc::new(keys), Arc::new(bytes.finish())], None)?;
         let lengths = std::iter::once(n).chain(std::iter::repeat_n(0, n_rows - 1));
         Ok(Arc::new(ListArray::try_new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), None)?))
     }
@@ -103,7 +108,7 @@ impl ScalarUDFImpl for SmallNodeRecords {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(DataType::List(Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false))))
+        Ok(Self::return_type_of())
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {

@@ -52,7 +52,18 @@ pub struct LevelSummary {
 impl LevelSummary {
     /// The summary of one piece of the rows.
     pub fn of(data: &TrainingData) -> LevelSummary {
-        let mut summary = Self::gather(data, None);
+        let hashes = row_hashes(data);
+        // Only the rows of the BIN_SAMPLE_ROWS smallest hashes can enter a
+        // sample, unless a feature's missing values among them leave it
+        // short: that feature is gathered over every row.
+        let bound = sample_bound(&hashes);
+        let mut summary = Self::gather_hashed(data, &hashes, Some(&vec![bound; data.columns.len()]));
+        for (f, column) in data.columns.iter().enumerate() {
+            let short = summary.samples[f].len() < BIN_SAMPLE_ROWS;
+            if bound != u64::MAX && short && matches!(column, FeatureColumn::Numeric(_)) {
+                summary.samples[f] = sample_of(column, &hashes, u64::MAX);
+            }
+        }
         for sample in &mut summary.samples {
             *sample = smallest(std::mem::take(sample));
         }
@@ -64,7 +75,11 @@ impl LevelSummary {
     /// feature's bound in `bounds` (none can enter a sample already full
     /// below it).
     fn gather(data: &TrainingData, bounds: Option<&[u64]>) -> LevelSummary {
-        let hashes = row_hashes(data);
+        Self::gather_hashed(data, &row_hashes(data), bounds)
+    }
+
+    /// [`LevelSummary::gather`] with the rows' hashes given.
+    fn gather_hashed(data: &TrainingData, hashes: &[u64], bounds: Option<&[u64]>) -> LevelSummary {
         let weight = |r: usize| data.weights.as_ref().map_or(1.0, |w| w[r]);
         let mut summary = LevelSummary {
             task: Some(data.task),
@@ -83,11 +98,7 @@ impl LevelSummary {
                 FeatureColumn::Numeric(_) => {
                     summary.categories.push(None);
                     let bound = bounds.map_or(u64::MAX, |b| b[summary.samples.len()]);
-                    let values = (0..column.len())
-                        .filter(|&r| hashes[r] <= bound)
-                        .map(|r| (hashes[r], column.raw_value(r)))
-                        .filter(|(_, x)| !x.is_nan());
-                    summary.samples.push(values.collect());
+                    summary.samples.push(sample_of(column, hashes, bound));
                 }
             }
         }
@@ -224,6 +235,27 @@ fn smallest(mut values: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
     }
     values.sort_unstable_by(sample_order);
     values
+}
+
+/// A numeric column's values, with their rows' hashes, of the rows whose
+/// hash is at most `bound` (missing values left out), unsorted.
+fn sample_of(column: &FeatureColumn, hashes: &[u64], bound: u64) -> Vec<(u64, f64)> {
+    (0..column.len())
+        .filter(|&r| hashes[r] <= bound)
+        .map(|r| (hashes[r], column.raw_value(r)))
+        .filter(|(_, x)| !x.is_nan())
+        .collect()
+}
+
+/// The largest hash among the [`BIN_SAMPLE_ROWS`] smallest of `hashes`
+/// (every hash, when there are no more rows than that): no row of a
+/// larger hash enters a sample of rows without missing values.
+fn sample_bound(hashes: &[u64]) -> u64 {
+    if hashes.len() <= BIN_SAMPLE_ROWS {
+        return u64::MAX;
+    }
+    let mut hashes = hashes.to_vec();
+    *hashes.select_nth_unstable(BIN_SAMPLE_ROWS - 1).1
 }
 
 /// The order of a sample's entries: by row hash, then value.
@@ -409,4 +441,28 @@ pub(crate) fn global_labels(label: &LabelInfo, data: &TrainingData) -> Result<Op
         .map(|c| known.get(c).copied().ok_or_else(|| ArborError::Data(format!("class '{c}' was not in the summary"))))
         .collect::<Result<Vec<u32>>>()?;
     Ok(Some(local.iter().map(|&c| map[c as usize]).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::level_test_rows::{table, trainer};
+
+    /// Gathering only the rows of the smallest hashes gives the samples
+    /// gathering every row gives: for a feature without missing values,
+    /// and for one with them (whose sample reaches past the bound).
+    #[test]
+    fn samples_from_the_smallest_hashes_are_those_of_every_row() {
+        let rows = 2 * BIN_SAMPLE_ROWS + 12_345;
+        let data = trainer("n_trees=1", "y").training_data(vec![table(0..rows, 5, |_| 0.0)]).unwrap();
+        let every = LevelSummary::gather(&data, None);
+        let bounded = LevelSummary::of(&data);
+        assert_eq!(bounded.samples.len(), 3);
+        for (f, sample) in every.samples.into_iter().enumerate() {
+            assert_eq!(smallest(sample), bounded.samples[f], "feature {f}");
+        }
+        assert_eq!(bounded.samples[0].len(), BIN_SAMPLE_ROWS);
+        assert_eq!(bounded.samples[1].len(), BIN_SAMPLE_ROWS, "missing values are made up from rows past the bound");
+        assert!(bounded.samples[2].is_empty(), "a categorical feature has categories, not a sample");
+    }
 }

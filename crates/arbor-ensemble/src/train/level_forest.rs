@@ -59,8 +59,18 @@ use crate::train::node_key::NodeKey;
 use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
-/// than [`IN_MEMORY_MIN_ROWS`]) is finished in memory from its rows.
-const IN_MEMORY_SHARE: f64 = 1.0 / 8.0;
+/// than [`IN_MEMORY_MIN_ROWS`]) is finished in memory from its rows,
+/// unless its records pass [`IN_MEMORY_MAX_BYTES`]. A level job passes
+/// over every row; a finishing job only over the rows of its nodes, and
+/// grows them with the single-node grower: on 5M rows, finishing nodes
+/// of half the rows took 3 level jobs where an eighth took 10, and the
+/// whole training 41 s on one executor against 54 s.
+const IN_MEMORY_SHARE: f64 = 1.0 / 2.0;
+
+/// A node whose records would pass this many bytes is split by a level
+/// job, whatever its share of the rows: one task grows a small node from
+/// all of them.
+const IN_MEMORY_MAX_BYTES: f64 = 256.0 * 1024.0 * 1024.0;
 
 /// Nodes this small are always finished in memory.
 const IN_MEMORY_MIN_ROWS: f64 = 1_000.0;
@@ -139,25 +149,71 @@ struct SmallNodeRows {
     bins: Vec<u16>,
 }
 
-/// Bytes of a record before its bins: count (u32), hash (u64), weight and label (f64).
-const RECORD_HEAD: usize = 4 + 8 + 8 + 8;
+/// A record's first byte holds the row's bootstrap multiplicity (at most
+/// [`MAX_DRAWS`]) and this bit, set when a weight other than 1 follows
+/// the label: most trainings have no weights, and their records carry none.
+const WEIGHED: u8 = 0x80;
+
+/// How a forest's small-node records are laid out, from its task and its
+/// features' bins: a head byte (multiplicity and [`WEIGHED`]), the row's
+/// content hash (u64), its label (a u32 class index, or an f64 response),
+/// its weight when flagged (f64), then a bin per feature (u8, or u16 when
+/// a feature has more than 256 bins), all little-endian. Only what the
+/// finishing grower reads, as narrow as it is exact: the records are
+/// what a finishing job shuffles.
+#[derive(Clone, Copy, Debug)]
+struct RecordLayout {
+    classes: bool,
+    wide_bins: bool,
+    n_features: usize,
+}
+
+impl RecordLayout {
+    /// The layout of a forest's records for `task` over `features`.
+    fn of(task: Task, features: &[Feature]) -> RecordLayout {
+        RecordLayout {
+            classes: task == Task::Classification,
+            wide_bins: features.iter().any(|f| f.mapper.n_bins() > 256),
+            n_features: features.len(),
+        }
+    }
+
+    /// Bytes of a record, with or without a weight.
+    fn size(&self, weighed: bool) -> usize {
+        let label = if self.classes { 4 } else { 8 };
+        let bins = if self.wide_bins { 2 } else { 1 } * self.n_features;
+        1 + 8 + label + if weighed { 8 } else { 0 } + bins
+    }
+
+    /// Appends one row's record to `out`.
+    fn write(&self, out: &mut Vec<u8>, count: u32, hash: u64, label: f64, weight: f64, bins: &[u16]) {
+        let weighed = weight.to_bits() != 1f64.to_bits();
+        debug_assert!((1..=MAX_DRAWS).contains(&count));
+        out.push(count as u8 | if weighed { WEIGHED } else { 0 });
+        out.extend(hash.to_le_bytes());
+        match self.classes {
+            true => out.extend((label as u32).to_le_bytes()),
+            false => out.extend(label.to_bits().to_le_bytes()),
+        }
+        if weighed {
+            out.extend(weight.to_bits().to_le_bytes());
+        }
+        match self.wide_bins {
+            true => bins.iter().for_each(|b| out.extend(b.to_le_bytes())),
+            false => out.extend(bins.iter().map(|&b| b as u8)),
+        }
+    }
+}
 
 impl SmallNodeRows {
     fn len(&self) -> usize {
         self.hashes.len()
     }
 
-    /// The rows of `records`, each [`RECORD_HEAD`] bytes then a `u16` bin
-    /// per feature (of `width` features), all little-endian.
-    fn from_records(records: &[u8], width: usize) -> Result<SmallNodeRows> {
-        let size = RECORD_HEAD + 2 * width;
-        if records.len() % size != 0 {
-            return Err(ArborError::Data(format!(
-                "a small node's records are {} bytes, not a whole number of {size}-byte records",
-                records.len()
-            )));
-        }
-        let n = records.len() / size;
+    /// The rows of `records`, laid out as `layout` says, one after another.
+    fn from_records(records: &[u8], layout: RecordLayout) -> Result<SmallNodeRows> {
+        let n = records.len() / layout.size(false);
+        let width = layout.n_features;
         let mut rows = SmallNodeRows {
             hashes: Vec::with_capacity(n),
             counts: Vec::with_capacity(n),
@@ -166,12 +222,43 @@ impl SmallNodeRows {
             bins: Vec::with_capacity(n * width),
         };
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-        for record in records.chunks_exact(size) {
-            rows.counts.push(u32::from_le_bytes(record[..4].try_into().expect("4 bytes")));
-            rows.hashes.push(word(&record[4..12]));
-            rows.weights.push(f64::from_bits(word(&record[12..20])));
-            rows.labels.push(f64::from_bits(word(&record[20..28])));
-            rows.bins.extend(record[RECORD_HEAD..].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])));
+        let mut at = 0;
+        while at < records.len() {
+            let head = records[at];
+            let weighed = head & WEIGHED != 0;
+            let Some(record) = records.get(at..at + layout.size(weighed)) else {
+                return Err(ArborError::Data(format!(
+                    "a small node's records end inside a record: {} bytes, the last record starts at byte {at}",
+                    records.len()
+                )));
+            };
+            at += record.len();
+            rows.counts.push(u32::from(head & !WEIGHED));
+            rows.hashes.push(word(&record[1..9]));
+            let rest = match layout.classes {
+                true => {
+                    rows.labels.push(f64::from(u32::from_le_bytes(record[9..13].try_into().expect("4 bytes"))));
+                    &record[13..]
+                }
+                false => {
+                    rows.labels.push(f64::from_bits(word(&record[9..17])));
+                    &record[17..]
+                }
+            };
+            let bins = match weighed {
+                true => {
+                    rows.weights.push(f64::from_bits(word(&rest[..8])));
+                    &rest[8..]
+                }
+                false => {
+                    rows.weights.push(1.0);
+                    rest
+                }
+            };
+            match layout.wide_bins {
+                true => rows.bins.extend(bins.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]))),
+                false => rows.bins.extend(bins.iter().map(|&b| u16::from(b))),
+            }
         }
         Ok(rows)
     }
@@ -192,16 +279,20 @@ impl SmallNodeRows {
 }
 
 /// One piece's rows as records of the small nodes they reach, for the
-/// batch [`LevelForest::finishing`] names: a key per record, and the
-/// records, `width` bytes each, one after another in `records`.
+/// batch [`LevelForest::finishing`] names: per node reached, its key and
+/// its records, one after another (a finishing job groups them by key
+/// and hands each node's to [`LevelForest::grow_node`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeRecords {
-    /// A node key per record: its tree in the high 32 bits, its index there in the low.
-    pub keys: Vec<NodeKey>,
-    /// The records, one after another.
-    pub records: Vec<u8>,
-    /// Bytes of one record.
-    pub width: usize,
+    /// Each node reached, in [`LevelForest::finishing`]'s order, with its records.
+    pub nodes: Vec<(NodeKey, Vec<u8>)>,
+}
+
+impl NodeRecords {
+    /// Bytes of every node's records.
+    pub fn len_bytes(&self) -> usize {
+        self.nodes.iter().map(|(_, records)| records.len()).sum()
+    }
 }
 
 /// A small node's subtree, grown from its rows, as the task that grew it
@@ -303,7 +394,8 @@ impl LevelForest {
         let features =
             fitted_features(summary.features, summary.categories, summary.samples, &fp.tree.quantize_params())?;
         let rows = summary.rows as f64;
-        let in_memory_rows = (rows * IN_MEMORY_SHARE).max(IN_MEMORY_MIN_ROWS);
+        let record = RecordLayout::of(task, &features).size(false) as f64;
+        let in_memory_rows = (rows * IN_MEMORY_SHARE).min(IN_MEMORY_MAX_BYTES / record).max(IN_MEMORY_MIN_ROWS);
         let drawn = rows * fp.tree.sample_fraction;
         let m = fp.features_per_node(features.len(), task)? as u32;
         let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows, drawn: m };
@@ -424,9 +516,13 @@ impl LevelForest {
         (slots, large)
     }
 
-    /// A piece's rows prepared for every level's sums ([`LevelShard`]).
+    /// A piece's rows prepared for every level's sums ([`LevelShard`]);
+    /// an error if a row could overflow the exact sums, checked here once
+    /// for every level the shard serves.
     pub(crate) fn shard(&self, data: &TrainingData) -> Result<LevelShard> {
-        LevelShard::new(&self.features, &self.label, data, true)
+        let shard = LevelShard::new(&self.features, &self.label, data, true)?;
+        self.check_sums_fit(&shard)?;
+        Ok(shard)
     }
 
     /// An error if a row of `shard` could overflow the level's exact sums.
@@ -474,7 +570,6 @@ impl LevelForest {
 
     /// [`LevelForest::sums`] over a prepared piece.
     pub(crate) fn shard_sums(&self, shard: &LevelShard) -> Result<LevelForestSums> {
-        self.check_sums_fit(shard)?;
         let draws = self.bootstrap_draws();
         let n = shard.n_rows();
         let regression = self.task == Task::Regression;
@@ -602,50 +697,48 @@ impl LevelForest {
     /// each row, binned, once per such node its bootstrap draws reach.
     pub fn node_records(&self, data: &TrainingData) -> Result<NodeRecords> {
         if self.finishing().is_empty() {
-            let width = RECORD_HEAD + 2 * self.features.len();
-            return Ok(NodeRecords { keys: Vec::new(), records: Vec::new(), width });
+            return Ok(NodeRecords::default());
         }
         self.shard_records(&self.shard(data)?)
+    }
+
+    /// How this forest's records are laid out ([`RecordLayout`]).
+    fn record_layout(&self) -> RecordLayout {
+        RecordLayout::of(self.task, &self.features)
     }
 
     /// [`LevelForest::node_records`] over a prepared piece.
     pub(crate) fn shard_records(&self, shard: &LevelShard) -> Result<NodeRecords> {
         let keys = self.finishing();
-        let width = RECORD_HEAD + 2 * self.features.len();
-        let mut out = NodeRecords { keys: Vec::new(), records: Vec::new(), width };
         if keys.is_empty() {
-            return Ok(out);
+            return Ok(NodeRecords::default());
         }
-        self.check_sums_fit(shard)?;
         let draws = self.bootstrap_draws();
-        // Per tree, per node index: whether the batch finishes it.
-        let mut finishes: Vec<Vec<bool>> = self.trees.iter().map(|_| Vec::new()).collect();
-        for &key in &keys {
+        let layout = self.record_layout();
+        // Per tree, per node index: where in `keys` the batch finishes it.
+        let mut finishes: Vec<Vec<Option<u32>>> = self.trees.iter().map(|_| Vec::new()).collect();
+        for (i, &key) in keys.iter().enumerate() {
             let (t, node) = (key.tree(), key.node() as usize);
             let of = &mut finishes[t];
-            of.resize(self.trees[t].tree.nodes.len(), false);
-            of[node] = true;
+            of.resize(self.trees[t].tree.nodes.len(), None);
+            of[node] = Some(i as u32);
         }
+        let mut records: Vec<Vec<u8>> = vec![Vec::new(); keys.len()];
         let mut bins = vec![0u16; self.features.len()];
         for r in 0..shard.n_rows() {
             let mut binned = false;
             for (t, count, node) in self.reaches(&draws, shard, r, |t| !finishes[t].is_empty()) {
-                if !finishes[t][node] {
-                    continue;
-                }
+                let Some(slot) = finishes[t][node] else { continue };
                 if !binned {
                     shard.row_bins(r, &mut bins);
                     binned = true;
                 }
-                out.keys.push(NodeKey::new(t, node as u32));
-                out.records.extend(count.to_le_bytes());
-                out.records.extend(shard.hashes[r].to_le_bytes());
-                out.records.extend(shard.weight(r).to_bits().to_le_bytes());
-                out.records.extend(shard.label(r).to_bits().to_le_bytes());
-                bins.iter().for_each(|b| out.records.extend(b.to_le_bytes()));
+                let out = &mut records[slot as usize];
+                layout.write(out, count, shard.hashes[r], shard.label(r), shard.weight(r), &bins);
             }
         }
-        Ok(out)
+        let nodes = keys.into_iter().zip(records).filter(|(_, records)| !records.is_empty()).collect();
+        Ok(NodeRecords { nodes })
     }
 
     /// Grows the subtree of small node `key` (one [`LevelForest::finishing`]
@@ -654,7 +747,7 @@ impl LevelForest {
     /// [`LevelForest::graft_nodes`]. Records that do not fit are refused.
     pub fn grow_node(&self, params: &CheckedParams, key: NodeKey, records: &[u8]) -> Result<Vec<u8>> {
         let open = self.open_small(key)?;
-        let rows = SmallNodeRows::from_records(records, self.features.len())?;
+        let rows = SmallNodeRows::from_records(records, self.record_layout())?;
         let label_fits = |y: f64| match self.task {
             Task::Classification => y.fract() == 0.0 && y >= 0.0 && (y as usize) < self.n_classes,
             Task::Regression => y.is_finite(),
@@ -1146,10 +1239,8 @@ mod tests {
     fn finish(forest: &LevelForest, params: &CheckedParams, pieces: &[TrainingData]) -> Vec<(NodeKey, Vec<u8>)> {
         let mut by_key = std::collections::BTreeMap::<NodeKey, Vec<u8>>::new();
         for piece in pieces {
-            let records = forest.node_records(piece).unwrap();
-            for (i, &key) in records.keys.iter().enumerate() {
-                let record = &records.records[i * records.width..(i + 1) * records.width];
-                by_key.entry(key).or_default().extend_from_slice(record);
+            for (key, records) in forest.node_records(piece).unwrap().nodes {
+                by_key.entry(key).or_default().extend_from_slice(&records);
             }
         }
         by_key.into_iter().map(|(key, records)| (key, forest.grow_node(params, key, &records).unwrap())).collect()
@@ -1172,7 +1263,7 @@ mod tests {
             let (pieces, ..) = train_in_pieces(options, label, &batch, &[(8100, 3900), (0, 5234), (5234, 2866)]);
             assert_eq!(whole.to_bytes(), pieces.to_bytes(), "{options} {label}");
             assert_eq!(whole.trees().len(), if label == "y" { 6 } else { 5 });
-            // 12,000 rows: roots of ~12,000, then ~6,000 and ~3,000 by histograms; 1,500 in memory.
+            // 12,000 rows: roots and nodes of more than 6,000 by histograms, the others in memory.
             assert!(jobs >= 3, "{jobs} level jobs");
             // A finishing job holds about twice the table's rows, and a bootstrap
             // 63% of them: the 6 regression trees' small nodes (every row reaches
@@ -1264,6 +1355,40 @@ mod tests {
         assert!(levels > 2, "{levels} level jobs");
     }
 
+    proptest::proptest! {
+        /// A record carries what the finishing grower reads, exactly, in
+        /// each of its layouts: a class index or a response, one-byte or
+        /// two-byte bins, a weight only when it is not 1.
+        #[test]
+        fn records_read_back_as_written(
+            classes: bool,
+            wide_bins: bool,
+            rows in proptest::collection::vec(
+                (1..=MAX_DRAWS, proptest::num::u64::ANY, 0u32..1000, proptest::num::f64::NORMAL,
+                 proptest::prop_oneof![proptest::strategy::Just(1.0), 0.0..50.0f64],
+                 proptest::collection::vec(0u16..1024, 3)),
+                0..40),
+        ) {
+            let layout = RecordLayout { classes, wide_bins, n_features: 3 };
+            let mut records = Vec::new();
+            let mut want = SmallNodeRows::default();
+            for (count, hash, class, value, weight, bins) in rows {
+                let label = if classes { f64::from(class) } else { value };
+                let bins: Vec<u16> = bins.iter().map(|&b| if wide_bins { b } else { b % 256 }).collect();
+                layout.write(&mut records, count, hash, label, weight, &bins);
+                want.counts.push(count);
+                want.hashes.push(hash);
+                want.labels.push(label);
+                want.weights.push(weight);
+                want.bins.extend(bins);
+            }
+            proptest::prop_assert_eq!(SmallNodeRows::from_records(&records, layout).unwrap(), want);
+            if !records.is_empty() {
+                proptest::prop_assert!(SmallNodeRows::from_records(&records[..records.len() - 1], layout).is_err());
+            }
+        }
+    }
+
     /// Options that need the rows in one place say so; corrupt sums,
     /// states, records and subtrees are errors.
     #[test]
@@ -1317,18 +1442,12 @@ mod tests {
         let keys = forest.finishing();
         let records = forest.node_records(&data).unwrap();
         let key = keys[0];
-        let mine: Vec<u8> = records
-            .keys
-            .iter()
-            .enumerate()
-            .filter(|(_, &k)| k == key)
-            .flat_map(|(i, _)| records.records[i * records.width..(i + 1) * records.width].to_vec())
-            .collect();
+        let mine = records.nodes.iter().find(|(k, _)| *k == key).map(|(_, records)| records.clone()).unwrap();
         assert!(forest.grow_node(&params, key, &mine).is_ok());
         let error = forest.grow_node(&params, key, &mine[..mine.len() - 1]).unwrap_err().to_string();
-        assert!(error.contains("whole number"), "{error}");
+        assert!(error.contains("end inside a record"), "{error}");
         let mut no_draws = mine.clone();
-        no_draws[..4].copy_from_slice(&0u32.to_le_bytes());
+        no_draws[0] = 0;
         let error = forest.grow_node(&params, key, &no_draws).unwrap_err().to_string();
         assert!(error.contains("do not fit"), "{error}");
         let error = forest.grow_node(&params, NodeKey::from_bits(u64::MAX), &mine).unwrap_err().to_string();
