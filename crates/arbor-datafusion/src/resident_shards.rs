@@ -248,9 +248,13 @@ impl LevelStepExec {
 
     /// The partition's shard: kept, or built from its rows (and kept, if
     /// the store has room); `None` when it holds nothing to train on.
-    async fn shard(&self, partition: usize, context: Arc<TaskContext>) -> Result<Option<(ShardKey, Arc<LevelShard>)>> {
+    async fn shard(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+        state: Arc<LevelState>,
+    ) -> Result<Option<(ShardKey, Arc<LevelShard>)>> {
         let spec = self.spec.clone();
-        let state = Arc::new(LevelState::from_bytes(&spec.state).exec(NAME)?);
         // A task's plan numbers its partitions from 0 (Ballista restricts the
         // scan to the task's slice): the shard is named by the files it reads.
         let files = partition_files(&self.input, partition)?;
@@ -278,14 +282,13 @@ impl LevelStepExec {
 
     /// The partition's output: its partial sums or its records, from its shard.
     async fn output(self, partition: usize, context: Arc<TaskContext>) -> Result<RecordBatch> {
-        let shard = self.shard(partition, context).await?;
-        let spec = self.spec.clone();
-        let column: ArrayRef = match spec.output {
+        let state = Arc::new(LevelState::from_bytes(&self.spec.state).exec(NAME)?);
+        let shard = self.shard(partition, context, state.clone()).await?;
+        let column: ArrayRef = match self.spec.output {
             StepOutput::Sums => {
                 let sums = match shard {
                     None => None,
                     Some((key, shard)) => {
-                        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
                         let sums = blocking(move || state.shard_sums(&shard).exec(NAME)).await?;
                         shard_store().resized(&key);
                         Some(sums)
@@ -296,10 +299,7 @@ impl LevelStepExec {
             StepOutput::Records => {
                 let records = match shard {
                     None => NodeRecords::default(),
-                    Some((_, shard)) => {
-                        let state = LevelState::from_bytes(&spec.state).exec(NAME)?;
-                        blocking(move || state.shard_records(&shard).exec(NAME)).await?
-                    }
+                    Some((_, shard)) => blocking(move || state.shard_records(&shard).exec(NAME)).await?,
                 };
                 SmallNodeRecords::to_lists(records, 1)?
             }

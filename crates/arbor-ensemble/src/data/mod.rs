@@ -10,4 +10,5 @@ pub(crate) mod dataset;
 pub(crate) mod key_map;
 pub(crate) mod label;
 pub(crate) mod model_bins;
+pub(crate) mod sample_encoding;
 pub(crate) mod summary;

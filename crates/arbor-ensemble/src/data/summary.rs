@@ -35,7 +35,9 @@ pub struct LevelSummary {
     /// Per feature: its categories, for a categorical one.
     pub(crate) categories: Vec<Option<BTreeSet<String>>>,
     /// Per numeric feature: `(row hash, value)` of the non-missing values of
-    /// the rows with the smallest hashes, at most [`BIN_SAMPLE_ROWS`].
+    /// the rows with the smallest hashes, at most [`BIN_SAMPLE_ROWS`]
+    /// (written with the hashes the features share once).
+    #[serde(with = "crate::data::sample_encoding")]
     pub(crate) samples: Vec<Vec<(u64, f64)>>,
     /// Classification: each class's total weight, fixed-point.
     pub(crate) class_weights: BTreeMap<String, i128>,
@@ -464,5 +466,7 @@ mod tests {
         assert_eq!(bounded.samples[0].len(), BIN_SAMPLE_ROWS);
         assert_eq!(bounded.samples[1].len(), BIN_SAMPLE_ROWS, "missing values are made up from rows past the bound");
         assert!(bounded.samples[2].is_empty(), "a categorical feature has categories, not a sample");
+        // As it travels, the sample of a feature with missing values keeps its own rows.
+        assert_eq!(LevelSummary::from_bytes(&bounded.to_bytes()).unwrap().samples, bounded.samples);
     }
 }
