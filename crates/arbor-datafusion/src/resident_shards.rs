@@ -471,6 +471,21 @@ mod tests {
 
     use super::*;
 
+    /// A new directory named after `name` holding a Parquet file per
+    /// `(file, query)`: the query's rows. Its path ends with a slash, as a
+    /// table of its files is registered.
+    async fn parquet_files(name: &str, files: &[(&str, String)]) -> (std::path::PathBuf, String) {
+        let dir = std::env::temp_dir().join(format!("arbor-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctx = SessionContext::new();
+        for (file, query) in files {
+            let copy = format!("COPY ({query}) TO '{}/{file}.parquet' STORED AS PARQUET", dir.display());
+            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
+        }
+        let path = format!("{}/", dir.display());
+        (dir, path)
+    }
+
     /// The rows partition `partition` of a fresh scan of `dir` gives when run alone under `context`.
     async fn rows_read(dir: &str, partition: usize, context: impl Fn(&SessionContext) -> Arc<TaskContext>) -> usize {
         let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
@@ -516,18 +531,9 @@ mod tests {
     /// same input, so both name a partition's shard alike.
     #[tokio::test]
     async fn finishing_jobs_read_the_level_jobs_shards() {
-        let dir = std::env::temp_dir().join(format!("arbor-finishing-shards-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ctx = SessionContext::new();
-        for (name, rows) in [("a", "(1, 0.5, 2.0), (0, 1.5, 3.0)"), ("b", "(1, 2.5, 4.0)")] {
-            let copy = format!(
-                "COPY (SELECT column1 AS label, column2 AS x, column3 AS w FROM (VALUES {rows})) \
-                 TO '{}/{name}.parquet' STORED AS PARQUET",
-                dir.display()
-            );
-            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
-        }
-        let dir_name = format!("{}/", dir.display());
+        let rows = |values: &str| format!("SELECT column1 AS label, column2 AS x, column3 AS w FROM (VALUES {values})");
+        let files = [("a", rows("(1, 0.5, 2.0), (0, 1.5, 3.0)")), ("b", rows("(1, 2.5, 4.0)"))];
+        let (dir, dir_name) = parquet_files("finishing-shards", &files).await;
         let options = "'n_trees=2 weight=w'";
         let level =
             level_step(&dir_name, &format!("SELECT arbor_train_step(X'01', label, x, w, {options}) FROM t")).await;
@@ -552,14 +558,8 @@ mod tests {
     /// [`own_files_only`] it reads its own file only.
     #[tokio::test]
     async fn a_partition_reads_its_own_files_only() {
-        let dir = std::env::temp_dir().join(format!("arbor-own-files-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ctx = SessionContext::new();
-        for (name, rows) in [("a", "(1), (2), (3)"), ("b", "(4), (5)")] {
-            let copy = format!("COPY (VALUES {rows}) TO '{}/{name}.parquet' STORED AS PARQUET", dir.display());
-            ctx.sql(&copy).await.unwrap().collect().await.unwrap();
-        }
-        let dir_name = format!("{}/", dir.display());
+        let files = [("a", "VALUES (1), (2), (3)".to_string()), ("b", "VALUES (4), (5)".to_string())];
+        let (dir, dir_name) = parquet_files("own-files", &files).await;
         let stealing = rows_read(&dir_name, 1, |ctx| ctx.task_ctx()).await;
         let own = rows_read(&dir_name, 1, |ctx| own_files_only(&ctx.task_ctx())).await;
         std::fs::remove_dir_all(&dir).unwrap();
