@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, NodeRecords, Task};
 use arrow::array::{ArrayRef, BinaryArray, RecordBatch};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{DataFusionError, ScalarValue};
@@ -31,6 +31,7 @@ use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::projection::ProjectionExpr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, ScalarFunctionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -38,6 +39,7 @@ use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::unnest::UnnestExec;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties, SendableRecordBatchStream,
 };
@@ -47,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use crate::binned_training::calls_volatile;
 use crate::column_chunks::ColumnChunks;
 use crate::error::FunctionError;
+use crate::finish_nodes::FINISH_NODES;
 use crate::shard_store::{shard_store, ShardKey};
 use crate::small_node_records::{SmallNodeRecords, SMALL_NODE_RECORDS};
 use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
@@ -102,6 +105,22 @@ enum StepOutput {
     Sums,
     /// The small nodes' records, as `arbor_small_node_records` gives a batch's.
     Records,
+    /// The small nodes' records as the partial `arbor_finish_nodes`
+    /// aggregate's states: a row per node (its key twice, then its
+    /// records), without unnesting them and copying them into
+    /// accumulators first.
+    NodeStates,
+}
+
+impl StepOutput {
+    /// The types of the columns the step gives.
+    fn types(self) -> Vec<DataType> {
+        match self {
+            StepOutput::Sums => vec![DataType::Binary],
+            StepOutput::Records => vec![SmallNodeRecords::return_type_of()],
+            StepOutput::NodeStates => vec![DataType::UInt64, DataType::UInt64, DataType::LargeBinary],
+        }
+    }
 }
 
 /// What a level step carries besides its input, as it travels to executors.
@@ -133,11 +152,17 @@ pub struct LevelStepExec {
 
 impl LevelStepExec {
     /// The exec that replaces `plan`, if it is a level job's partial
-    /// `arbor_train_step` aggregate or a finishing job's
-    /// `arbor_small_node_records` projection, over an input whose
-    /// partitions give the same rows every time.
+    /// `arbor_train_step` aggregate, a finishing job's partial
+    /// `arbor_finish_nodes` aggregate of its unnested records, or (when
+    /// that aggregate has another shape) the `arbor_small_node_records`
+    /// projection under it, over an input whose partitions give the same
+    /// rows every time.
     fn replacing(plan: &Arc<dyn ExecutionPlan>) -> Result<Option<LevelStepExec>> {
         if let Some(aggregate) = plan.downcast_ref::<AggregateExec>() {
+            if let Some(records) = Self::finishing_states(aggregate) {
+                let Some(call) = records.expr()[0].expr.downcast_ref::<ScalarFunctionExpr>() else { return Ok(None) };
+                return Self::over(StepOutput::NodeStates, records.input(), call.args(), aggregate.schema());
+            }
             if *aggregate.mode() != AggregateMode::Partial
                 || !aggregate.group_expr().is_empty()
                 || aggregate.aggr_expr().len() != 1
@@ -160,6 +185,51 @@ impl LevelStepExec {
             return Self::over(StepOutput::Records, projection.input(), call.args(), projection.schema());
         }
         Ok(None)
+    }
+
+    /// The records projection under `aggregate`, if `aggregate` is a
+    /// finishing job's partial `arbor_finish_nodes(<state>, key, record,
+    /// <options>) GROUP BY key` over the fields of
+    /// `unnest(arbor_small_node_records(...))`, as the level-wise driver
+    /// plans it: then each partition's states are its records, a row per
+    /// node.
+    fn finishing_states(aggregate: &AggregateExec) -> Option<&ProjectionExec> {
+        let column = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Column>().map(Column::index);
+        let groups = aggregate.group_expr();
+        let [call] = aggregate.aggr_expr() else { return None };
+        let [(group, _)] = groups.expr() else { return None };
+        let [_, key, record, _] = &call.expressions()[..] else { return None };
+        let grouped_by_key = *aggregate.mode() == AggregateMode::Partial
+            && groups.is_single()
+            && column(group) == Some(0)
+            && (column(key), column(record)) == (Some(0), Some(1))
+            && call.fun().name() == FINISH_NODES
+            && !call.is_distinct()
+            && call.order_bys().is_empty()
+            && aggregate.filter_expr().iter().all(Option::is_none);
+        let fields = aggregate.input().downcast_ref::<ProjectionExec>()?;
+        let unnest = fields.input().downcast_ref::<UnnestExec>()?;
+        let records = unnest.input().downcast_ref::<ProjectionExec>()?;
+        // The entries' fields, `get_field(<the unnested column>, name)`.
+        let field = |e: &Arc<dyn PhysicalExpr>| {
+            let call = e.downcast_ref::<ScalarFunctionExpr>().filter(|call| call.name() == "get_field")?;
+            let [of, name] = call.args() else { return None };
+            match constant(name, &unnest.schema())? {
+                ScalarValue::Utf8(Some(name))
+                | ScalarValue::Utf8View(Some(name))
+                | ScalarValue::LargeUtf8(Some(name)) => Some((column(of)?, name)),
+                _ => None,
+            }
+        };
+        let [key, record] = fields.expr() else { return None };
+        let entry_fields =
+            (field(&key.expr), field(&record.expr)) == (Some((0, "key".into())), Some((0, "record".into())));
+        let [only] = records.expr() else { return None };
+        let records_call = only.expr.downcast_ref::<ScalarFunctionExpr>()?;
+        let schema = aggregate.schema();
+        let types: Vec<&DataType> = schema.fields().iter().map(|f| f.data_type()).collect();
+        let states = types == [&DataType::UInt64, &DataType::UInt64, &DataType::LargeBinary];
+        (grouped_by_key && entry_fields && records_call.name() == SMALL_NODE_RECORDS && states).then_some(records)
     }
 
     /// The exec that gives `output` from `input`'s shards for a call of
@@ -223,7 +293,9 @@ impl LevelStepExec {
     /// child), for a cluster's physical codec.
     pub fn encode(&self, buf: &mut Vec<u8>) -> Result<()> {
         buf.extend_from_slice(MAGIC);
-        let fields = (self.spec.as_ref(), self.schema.field(0).name());
+        let names: Vec<(&str, bool)> =
+            self.schema.fields().iter().map(|f| (f.name().as_str(), f.is_nullable())).collect();
+        let fields = (self.spec.as_ref(), names);
         buf.extend(postcard::to_stdvec(&fields).map_err(|e| DataFusionError::Internal(e.to_string()))?);
         Ok(())
     }
@@ -232,17 +304,20 @@ impl LevelStepExec {
     /// when `buf` encodes another node.
     pub fn decode(buf: &[u8], inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         let Some(rest) = buf.strip_prefix(MAGIC) else { return Ok(None) };
-        let (spec, column): (StepSpec, String) = postcard::from_bytes(rest)
+        let (spec, names): (StepSpec, Vec<(String, bool)>) = postcard::from_bytes(rest)
             .map_err(|e| DataFusionError::Internal(format!("{NAME}: a level step's encoding is corrupt: {e}")))?;
         let [input] = inputs else {
             return Err(DataFusionError::Internal(format!("{NAME}: a level step has one input, not {}", inputs.len())));
         };
-        let data_type = match spec.output {
-            StepOutput::Sums => DataType::Binary,
-            StepOutput::Records => SmallNodeRecords::return_type_of(),
-        };
-        let schema =
-            Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(column, data_type, true)]));
+        let types = spec.output.types();
+        if names.len() != types.len() {
+            return Err(DataFusionError::Internal(format!(
+                "{NAME}: a level step's encoding names {} columns",
+                names.len()
+            )));
+        }
+        let fields = names.into_iter().zip(types).map(|((name, nullable), t)| Field::new(name, t, nullable));
+        let schema = Arc::new(Schema::new(fields.collect::<Vec<_>>()));
         Ok(Some(Arc::new(LevelStepExec::new(input.clone(), Arc::new(spec), schema))))
     }
 
@@ -296,16 +371,26 @@ impl LevelStepExec {
                 };
                 Arc::new(BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]))
             }
-            StepOutput::Records => {
+            StepOutput::Records | StepOutput::NodeStates => {
                 let records = match shard {
                     None => NodeRecords::default(),
                     Some((_, shard)) => blocking(move || state.shard_records(&shard).exec(NAME)).await?,
                 };
+                if self.spec.output == StepOutput::NodeStates {
+                    return Ok(RecordBatch::try_new(self.schema.clone(), node_states(records))?);
+                }
                 SmallNodeRecords::to_lists(records, 1)?
             }
         };
         Ok(RecordBatch::try_new(self.schema.clone(), vec![column])?)
     }
+}
+
+/// A partition's records as the partial `arbor_finish_nodes` states: each
+/// node's key (the group, then the state's), and its records.
+fn node_states(records: NodeRecords) -> Vec<ArrayRef> {
+    let (keys, bytes) = SmallNodeRecords::node_columns(&records);
+    vec![keys.clone(), keys, bytes]
 }
 
 /// `work`'s result, run on a thread that may block.
@@ -448,6 +533,7 @@ impl LevelStepExec {
         match self.spec.output {
             StepOutput::Sums => TRAIN_STEP,
             StepOutput::Records => SMALL_NODE_RECORDS,
+            StepOutput::NodeStates => FINISH_NODES,
         }
     }
 }
@@ -515,6 +601,7 @@ mod tests {
         let ctx = SessionContext::new_with_state(state);
         ctx.register_udaf(AggregateUDF::new_from_impl(crate::TrainStep::new()));
         ctx.register_udf(ScalarUDF::new_from_impl(SmallNodeRecords::new()));
+        ctx.register_udaf(AggregateUDF::new_from_impl(crate::FinishNodes::new()));
         ctx.register_parquet("t", dir, ParquetReadOptions::default()).await.unwrap();
         let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
         let mut found = None;
@@ -527,8 +614,10 @@ mod tests {
     }
 
     /// A forest's finishing job reads the shards its level jobs kept: the
-    /// rule puts a level step in place of its records projection, over the
-    /// same input, so both name a partition's shard alike.
+    /// rule puts a level step in place of its partial aggregate (the
+    /// records as that aggregate's states), over the same input, so both
+    /// name a partition's shard alike. A records call under anything else
+    /// becomes a level step of records.
     #[tokio::test]
     async fn finishing_jobs_read_the_level_jobs_shards() {
         let rows = |values: &str| format!("SELECT column1 AS label, column2 AS x, column3 AS w FROM (VALUES {values})");
@@ -537,18 +626,31 @@ mod tests {
         let options = "'n_trees=2 weight=w'";
         let level =
             level_step(&dir_name, &format!("SELECT arbor_train_step(X'01', label, x, w, {options}) FROM t")).await;
+        let records = format!("SELECT unnest(arbor_small_node_records(X'01', label, x, w, {options})) AS r FROM t");
         let finishing = level_step(
             &dir_name,
-            &format!("SELECT unnest(arbor_small_node_records(X'01', label, x, w, {options})) FROM t"),
+            &format!(
+                "SELECT key, arbor_finish_nodes(X'01', key, record, {options}) \
+                 FROM (SELECT r['key'] AS key, r['record'] AS record FROM ({records})) GROUP BY key"
+            ),
         )
         .await;
+        let unnested = level_step(&dir_name, &records).await;
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!((level.spec.output, finishing.spec.output), (StepOutput::Sums, StepOutput::Records));
+        let outputs = (level.spec.output, finishing.spec.output, unnested.spec.output);
+        assert_eq!(outputs, (StepOutput::Sums, StepOutput::NodeStates, StepOutput::Records));
         assert_eq!(level.spec.input_key, finishing.spec.input_key, "one input, one name for its shards");
         assert_eq!(level.spec.weight, finishing.spec.weight);
-        assert_eq!(finishing.schema.field(0).data_type(), &SmallNodeRecords::return_type_of());
+        let types: Vec<DataType> = finishing.schema.fields().iter().map(|f| f.data_type().clone()).collect();
+        assert_eq!(types, StepOutput::NodeStates.types());
+        assert_eq!(unnested.schema.field(0).data_type(), &SmallNodeRecords::return_type_of());
         let shown = displayable(&finishing).one_line().to_string();
-        assert!(shown.contains("arbor_small_node_records(label, x, w) over kept shards"), "{shown}");
+        assert!(shown.contains("arbor_finish_nodes(label, x, w) over kept shards"), "{shown}");
+        // The encoding a cluster sends carries the states' columns.
+        let mut bytes = Vec::new();
+        finishing.encode(&mut bytes).unwrap();
+        let decoded = LevelStepExec::decode(&bytes, std::slice::from_ref(&finishing.input)).unwrap().unwrap();
+        assert_eq!(decoded.schema(), finishing.schema);
     }
 
     /// A shard is named by its partition's files, so a level job must read

@@ -59,6 +59,14 @@ impl SmallNodeRecords {
         DataType::List(Arc::new(Field::new_list_field(DataType::Struct(Self::record_fields()), false)))
     }
 
+    /// Each node's key (u64) and its records (large binary), a row per node.
+    pub(crate) fn node_columns(records: &NodeRecords) -> (ArrayRef, ArrayRef) {
+        let keys = UInt64Array::from_iter_values(records.nodes.iter().map(|(key, _)| key.bits()));
+        let mut bytes = LargeBinaryBuilder::with_capacity(records.nodes.len(), records.len_bytes());
+        records.nodes.iter().for_each(|(_, records)| bytes.append_value(records));
+        (Arc::new(keys), Arc::new(bytes.finish()))
+    }
+
     /// A list of `n_rows` lists, the first holding an entry per node of
     /// `records`: the grouping then meets a row per node and batch, not
     /// per record.
@@ -68,11 +76,8 @@ impl SmallNodeRecords {
             return Ok(new_empty_array(&DataType::List(item)));
         }
         let n = records.nodes.len();
-        let keys = UInt64Array::from_iter_values(records.nodes.iter().map(|(key, _)| key.bits()));
-        let mut bytes = LargeBinaryBuilder::with_capacity(n, records.len_bytes());
-        records.nodes.iter().for_each(|(_, records)| bytes.append_value(records));
-        let entries =
-            StructArray::try_new(Self::record_fields(), vec![Arc::new(keys), Arc::new(bytes.finish())], None)?;
+        let (keys, bytes) = Self::node_columns(&records);
+        let entries = StructArray::try_new(Self::record_fields(), vec![keys, bytes], None)?;
         let lengths = std::iter::once(n).chain(std::iter::repeat_n(0, n_rows - 1));
         Ok(Arc::new(ListArray::try_new(item, OffsetBuffer::from_lengths(lengths), Arc::new(entries), None)?))
     }

@@ -81,10 +81,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             timed("level: grow", at);
         } else {
             let at = Instant::now();
-            let mut by_node: BTreeMap<NodeKey, Vec<u8>> = BTreeMap::new();
+            let mut by_node: BTreeMap<NodeKey, Vec<Vec<u8>>> = BTreeMap::new();
             for shard in &shards {
                 for (key, records) in state.shard_records(shard)?.nodes {
-                    by_node.entry(key).or_default().extend_from_slice(&records);
+                    by_node.entry(key).or_default().push(records);
                 }
             }
             timed("finish: records", at);
@@ -93,7 +93,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let job = forest.job_view();
             let grown = by_node
                 .into_iter()
-                .map(|(key, records)| Ok((key, job.grow_node(&params, key, &records)?)))
+                .map(|(key, records)| {
+                    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+                    Ok((key, job.grow_node(&params, key, &records)?))
+                })
                 .collect::<Result<Vec<_>, arbor_ensemble::ArborError>>()?;
             timed("finish: grow", at);
             state.graft_nodes(&params, grown)?;

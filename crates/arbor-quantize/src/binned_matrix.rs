@@ -111,28 +111,6 @@ impl BinnedMatrix {
         BinnedMatrix { columns, mappers, n_rows }
     }
 
-    /// A matrix of codes already binned by `mappers` (row-major: `codes[r *
-    /// mappers.len() + f]`), such as rows gathered from a cluster's
-    /// partitions; codes past a feature's bins are clamped to its last bin.
-    pub fn from_codes(codes: &[u16], mappers: Vec<BinMapper>) -> BinnedMatrix {
-        let width = mappers.len().max(1);
-        let n_rows = codes.len() / width;
-        let columns = mappers
-            .iter()
-            .enumerate()
-            .map(|(f, mapper)| {
-                let last = mapper.n_bins().saturating_sub(1) as u16;
-                let column = (0..n_rows).map(|r| codes[r * width + f].min(last));
-                if mapper.n_bins() <= 256 {
-                    BinColumn::U8(column.map(|b| b as u8).collect())
-                } else {
-                    BinColumn::U16(column.collect())
-                }
-            })
-            .collect();
-        BinnedMatrix { columns, mappers, n_rows }
-    }
-
     /// Number of rows.
     pub fn n_rows(&self) -> usize {
         self.n_rows
@@ -202,30 +180,5 @@ impl BinnedMatrix {
     /// Bytes held by all codes.
     pub fn size_bytes(&self) -> usize {
         self.columns.iter().map(BinColumn::size_bytes).sum()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Codes gathered row by row rebuild the matrix that binning the columns gives.
-    #[test]
-    fn matrix_from_codes_equals_the_binned_columns() {
-        let numbers: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 / 7.0).collect();
-        let columns = vec![
-            FeatureColumn::Numeric(numbers.into()),
-            FeatureColumn::Categorical {
-                bins: (0..500).map(|i| (i % 4) as u16).collect(),
-                categories: vec!["a".into(), "b".into(), "c".into()],
-            },
-        ];
-        let binned = BinnedMatrix::fit(&columns, &QuantizeParams::default());
-        let codes: Vec<u16> = (0..500).flat_map(|r| [binned.column(0).get(r), binned.column(1).get(r)]).collect();
-        let rebuilt = BinnedMatrix::from_codes(&codes, binned.mappers().to_vec());
-        assert_eq!(rebuilt.n_rows(), 500);
-        for f in 0..2 {
-            assert_eq!(rebuilt.column(f), binned.column(f), "feature {f}");
-        }
     }
 }

@@ -56,6 +56,7 @@ use crate::train::grower::{
 use crate::train::importance::mean_decrease_impurity;
 use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
+use crate::train::node_records::{NodeRecords, RecordLayout, SmallNodeRows};
 use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
@@ -83,7 +84,7 @@ const FINISH_SHARE: f64 = 2.0;
 
 /// The largest bootstrap multiplicity drawn (Poisson(1) passes it once in
 /// about 10^15 draws).
-const MAX_DRAWS: u32 = 16;
+pub(crate) const MAX_DRAWS: u32 = 16;
 
 /// Fewest rows per parallel work unit when a piece is summed.
 const CHUNK_ROWS: usize = 8_192;
@@ -133,166 +134,6 @@ pub struct LevelForest {
     trees: Vec<ForestTree>,
     /// Which training this is, for the shards kept between its jobs (0 until the driver names it).
     pub(crate) training_id: u64,
-}
-
-/// The rows of one small open node, binned, as its records gave them.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct SmallNodeRows {
-    hashes: Vec<u64>,
-    /// Bootstrap multiplicity.
-    counts: Vec<u32>,
-    /// Sample weight (1 without).
-    weights: Vec<f64>,
-    /// Class index, or the response.
-    labels: Vec<f64>,
-    /// Row-major: every feature's bin.
-    bins: Vec<u16>,
-}
-
-/// A record's first byte holds the row's bootstrap multiplicity (at most
-/// [`MAX_DRAWS`]) and this bit, set when a weight other than 1 follows
-/// the label: most trainings have no weights, and their records carry none.
-const WEIGHED: u8 = 0x80;
-
-/// How a forest's small-node records are laid out, from its task and its
-/// features' bins: a head byte (multiplicity and [`WEIGHED`]), the row's
-/// content hash (u64), its label (a u32 class index, or an f64 response),
-/// its weight when flagged (f64), then a bin per feature (u8, or u16 when
-/// a feature has more than 256 bins), all little-endian. Only what the
-/// finishing grower reads, as narrow as it is exact: the records are
-/// what a finishing job shuffles.
-#[derive(Clone, Copy, Debug)]
-struct RecordLayout {
-    classes: bool,
-    wide_bins: bool,
-    n_features: usize,
-}
-
-impl RecordLayout {
-    /// The layout of a forest's records for `task` over `features`.
-    fn of(task: Task, features: &[Feature]) -> RecordLayout {
-        RecordLayout {
-            classes: task == Task::Classification,
-            wide_bins: features.iter().any(|f| f.mapper.n_bins() > 256),
-            n_features: features.len(),
-        }
-    }
-
-    /// Bytes of a record, with or without a weight.
-    fn size(&self, weighed: bool) -> usize {
-        let label = if self.classes { 4 } else { 8 };
-        let bins = if self.wide_bins { 2 } else { 1 } * self.n_features;
-        1 + 8 + label + if weighed { 8 } else { 0 } + bins
-    }
-
-    /// Appends one row's record to `out`.
-    fn write(&self, out: &mut Vec<u8>, count: u32, hash: u64, label: f64, weight: f64, bins: &[u16]) {
-        let weighed = weight.to_bits() != 1f64.to_bits();
-        debug_assert!((1..=MAX_DRAWS).contains(&count));
-        out.push(count as u8 | if weighed { WEIGHED } else { 0 });
-        out.extend(hash.to_le_bytes());
-        match self.classes {
-            true => out.extend((label as u32).to_le_bytes()),
-            false => out.extend(label.to_bits().to_le_bytes()),
-        }
-        if weighed {
-            out.extend(weight.to_bits().to_le_bytes());
-        }
-        match self.wide_bins {
-            true => bins.iter().for_each(|b| out.extend(b.to_le_bytes())),
-            false => out.extend(bins.iter().map(|&b| b as u8)),
-        }
-    }
-}
-
-impl SmallNodeRows {
-    fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    /// The rows of `records`, laid out as `layout` says, one after another.
-    fn from_records(records: &[u8], layout: RecordLayout) -> Result<SmallNodeRows> {
-        let n = records.len() / layout.size(false);
-        let width = layout.n_features;
-        let mut rows = SmallNodeRows {
-            hashes: Vec::with_capacity(n),
-            counts: Vec::with_capacity(n),
-            weights: Vec::with_capacity(n),
-            labels: Vec::with_capacity(n),
-            bins: Vec::with_capacity(n * width),
-        };
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
-        let mut at = 0;
-        while at < records.len() {
-            let head = records[at];
-            let weighed = head & WEIGHED != 0;
-            let Some(record) = records.get(at..at + layout.size(weighed)) else {
-                return Err(ArborError::Data(format!(
-                    "a small node's records end inside a record: {} bytes, the last record starts at byte {at}",
-                    records.len()
-                )));
-            };
-            at += record.len();
-            rows.counts.push(u32::from(head & !WEIGHED));
-            rows.hashes.push(word(&record[1..9]));
-            let rest = match layout.classes {
-                true => {
-                    rows.labels.push(f64::from(u32::from_le_bytes(record[9..13].try_into().expect("4 bytes"))));
-                    &record[13..]
-                }
-                false => {
-                    rows.labels.push(f64::from_bits(word(&record[9..17])));
-                    &record[17..]
-                }
-            };
-            let bins = match weighed {
-                true => {
-                    rows.weights.push(f64::from_bits(word(&rest[..8])));
-                    &rest[8..]
-                }
-                false => {
-                    rows.weights.push(1.0);
-                    rest
-                }
-            };
-            match layout.wide_bins {
-                true => rows.bins.extend(bins.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]))),
-                false => rows.bins.extend(bins.iter().map(|&b| u16::from(b))),
-            }
-        }
-        Ok(rows)
-    }
-
-    /// The rows in an order that depends on their content alone.
-    fn in_content_order(&self, width: usize) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.len()).collect();
-        order.sort_unstable_by(|&a, &b| {
-            self.hashes[a]
-                .cmp(&self.hashes[b])
-                .then(self.labels[a].total_cmp(&self.labels[b]))
-                .then(self.weights[a].total_cmp(&self.weights[b]))
-                .then(self.counts[a].cmp(&self.counts[b]))
-                .then_with(|| self.bins[a * width..(a + 1) * width].cmp(&self.bins[b * width..(b + 1) * width]))
-        });
-        order
-    }
-}
-
-/// One piece's rows as records of the small nodes they reach, for the
-/// batch [`LevelForest::finishing`] names: per node reached, its key and
-/// its records, one after another (a finishing job groups them by key
-/// and hands each node's to [`LevelForest::grow_node`]).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeRecords {
-    /// Each node reached, in [`LevelForest::finishing`]'s order, with its records.
-    pub nodes: Vec<(NodeKey, Vec<u8>)>,
-}
-
-impl NodeRecords {
-    /// Bytes of every node's records.
-    pub fn len_bytes(&self) -> usize {
-        self.nodes.iter().map(|(_, records)| records.len()).sum()
-    }
 }
 
 /// A small node's subtree, grown from its rows, as the task that grew it
@@ -742,12 +583,14 @@ impl LevelForest {
     }
 
     /// Grows the subtree of small node `key` (one [`LevelForest::finishing`]
-    /// names) from every piece's records of it, whatever their order, with
+    /// names) from every piece's records of it (`records`, a slice of
+    /// whole records per piece, in any order and never concatenated), with
     /// the single-node grower: the subtree's bytes, for
     /// [`LevelForest::graft_nodes`]. Records that do not fit are refused.
-    pub fn grow_node(&self, params: &CheckedParams, key: NodeKey, records: &[u8]) -> Result<Vec<u8>> {
+    pub fn grow_node(&self, params: &CheckedParams, key: NodeKey, records: &[&[u8]]) -> Result<Vec<u8>> {
         let open = self.open_small(key)?;
-        let rows = SmallNodeRows::from_records(records, self.record_layout())?;
+        let n_bins: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
+        let rows = SmallNodeRows::from_records(records, self.record_layout(), &n_bins)?;
         let label_fits = |y: f64| match self.task {
             Task::Classification => y.fract() == 0.0 && y >= 0.0 && (y as usize) < self.n_classes,
             Task::Regression => y.is_finite(),
@@ -1106,36 +949,37 @@ impl TreeLevel<'_> {
                 root_weight: (open.node == 0).then_some(0.0),
             };
         }
-        let order = rows.in_content_order(n_features);
-        let mut codes = Vec::with_capacity(order.len() * n_features);
-        order.iter().for_each(|&r| codes.extend_from_slice(&rows.bins[r * n_features..(r + 1) * n_features]));
-        let counts: Vec<f64> = order.iter().map(|&r| f64::from(rows.counts[r])).collect();
-        let weights: Vec<f64> = order.iter().map(|&r| f64::from(rows.counts[r]) * rows.weights[r]).collect();
-        let unweighted = order.iter().all(|&r| rows.weights[r] == 1.0);
-        let labels: Vec<f64> = order.iter().map(|&r| rows.labels[r]).collect();
-        drop(rows);
+        let n = rows.len();
+        let counts: Vec<f64> = rows.counts.iter().map(|&c| f64::from(c)).collect();
+        let unweighted = rows.weights.iter().all(|&w| w == 1.0);
+        let weights: Vec<f64> = match unweighted {
+            true => Vec::new(),
+            false => counts.iter().zip(&rows.weights).map(|(c, w)| c * w).collect(),
+        };
         let classes: Vec<u32> = match self.task {
-            Task::Classification => labels.iter().map(|&c| c as u32).collect(),
+            Task::Classification => rows.labels.iter().map(|&c| c as u32).collect(),
             Task::Regression => Vec::new(),
         };
         let target = match self.task {
             Task::Classification => HistogramTarget::Classes { labels: &classes, n_classes: self.n_classes },
-            Task::Regression => HistogramTarget::Values { y: &labels },
+            Task::Regression => HistogramTarget::Values { y: &rows.labels },
         };
-        let root_weight = (open.node == 0).then(|| weights.iter().sum());
+        let root_weight = (open.node == 0).then(|| match unweighted {
+            true => counts.iter().sum(),
+            false => weights.iter().sum(),
+        });
         let mut settings = self.settings(root_weight.or(tree.root_weight));
         if settings.max_depth > 0 {
             settings.max_depth -= open.depth as usize;
         }
         let mappers: Vec<BinMapper> = self.features.iter().map(|f| f.mapper.clone()).collect();
-        let matrix = BinnedMatrix::from_codes(&codes, mappers);
-        drop(codes);
+        let matrix = BinnedMatrix::from_columns(rows.columns, mappers, n);
         let weights = TreeWeights {
             counts: Cow::Owned(counts),
             weights: if unweighted { None } else { Some(Cow::Owned(weights)) },
         };
         let mut rng = self.node_rng(t, open.node);
-        let all = (0..order.len() as u32).collect();
+        let all = (0..n as u32).collect();
         let grown = grow_tree(&matrix, None, &target, all, weights, &settings, None, &mut rng);
         GrownNode { tree: grown.tree, cover: grown.cover, gains: grown.gain_per_feature, root_weight }
     }
@@ -1237,13 +1081,17 @@ mod tests {
     /// The subtrees of the nodes `forest` finishes next, grown from the
     /// pieces' records grouped by node (as a GROUP BY groups them).
     fn finish(forest: &LevelForest, params: &CheckedParams, pieces: &[TrainingData]) -> Vec<(NodeKey, Vec<u8>)> {
-        let mut by_key = std::collections::BTreeMap::<NodeKey, Vec<u8>>::new();
+        let mut by_key = std::collections::BTreeMap::<NodeKey, Vec<Vec<u8>>>::new();
         for piece in pieces {
             for (key, records) in forest.node_records(piece).unwrap().nodes {
-                by_key.entry(key).or_default().extend_from_slice(&records);
+                by_key.entry(key).or_default().push(records);
             }
         }
-        by_key.into_iter().map(|(key, records)| (key, forest.grow_node(params, key, &records).unwrap())).collect()
+        let grow = |(key, records): (NodeKey, Vec<Vec<u8>>)| {
+            let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+            (key, forest.grow_node(params, key, &records).unwrap())
+        };
+        by_key.into_iter().map(grow).collect()
     }
 
     fn accuracy(model: &Model, batch: &RecordBatch) -> f64 {
@@ -1355,40 +1203,6 @@ mod tests {
         assert!(levels > 2, "{levels} level jobs");
     }
 
-    proptest::proptest! {
-        /// A record carries what the finishing grower reads, exactly, in
-        /// each of its layouts: a class index or a response, one-byte or
-        /// two-byte bins, a weight only when it is not 1.
-        #[test]
-        fn records_read_back_as_written(
-            classes: bool,
-            wide_bins: bool,
-            rows in proptest::collection::vec(
-                (1..=MAX_DRAWS, proptest::num::u64::ANY, 0u32..1000, proptest::num::f64::NORMAL,
-                 proptest::prop_oneof![proptest::strategy::Just(1.0), 0.0..50.0f64],
-                 proptest::collection::vec(0u16..1024, 3)),
-                0..40),
-        ) {
-            let layout = RecordLayout { classes, wide_bins, n_features: 3 };
-            let mut records = Vec::new();
-            let mut want = SmallNodeRows::default();
-            for (count, hash, class, value, weight, bins) in rows {
-                let label = if classes { f64::from(class) } else { value };
-                let bins: Vec<u16> = bins.iter().map(|&b| if wide_bins { b } else { b % 256 }).collect();
-                layout.write(&mut records, count, hash, label, weight, &bins);
-                want.counts.push(count);
-                want.hashes.push(hash);
-                want.labels.push(label);
-                want.weights.push(weight);
-                want.bins.extend(bins);
-            }
-            proptest::prop_assert_eq!(SmallNodeRows::from_records(&records, layout).unwrap(), want);
-            if !records.is_empty() {
-                proptest::prop_assert!(SmallNodeRows::from_records(&records[..records.len() - 1], layout).is_err());
-            }
-        }
-    }
-
     /// Options that need the rows in one place say so; corrupt sums,
     /// states, records and subtrees are errors.
     #[test]
@@ -1443,16 +1257,16 @@ mod tests {
         let records = forest.node_records(&data).unwrap();
         let key = keys[0];
         let mine = records.nodes.iter().find(|(k, _)| *k == key).map(|(_, records)| records.clone()).unwrap();
-        assert!(forest.grow_node(&params, key, &mine).is_ok());
-        let error = forest.grow_node(&params, key, &mine[..mine.len() - 1]).unwrap_err().to_string();
+        assert!(forest.grow_node(&params, key, &[&mine]).is_ok());
+        let error = forest.grow_node(&params, key, &[&mine[..mine.len() - 1]]).unwrap_err().to_string();
         assert!(error.contains("end inside a record"), "{error}");
         let mut no_draws = mine.clone();
         no_draws[0] = 0;
-        let error = forest.grow_node(&params, key, &no_draws).unwrap_err().to_string();
+        let error = forest.grow_node(&params, key, &[&no_draws]).unwrap_err().to_string();
         assert!(error.contains("do not fit"), "{error}");
-        let error = forest.grow_node(&params, NodeKey::from_bits(u64::MAX), &mine).unwrap_err().to_string();
+        let error = forest.grow_node(&params, NodeKey::from_bits(u64::MAX), &[&mine]).unwrap_err().to_string();
         assert!(error.contains("not a small open node"), "{error}");
-        let grown = forest.grow_node(&params, key, &mine).unwrap();
+        let grown = forest.grow_node(&params, key, &[&mine]).unwrap();
         let before = small.to_bytes();
         for bad in [
             vec![(key, grown.clone()), (key, grown.clone())],

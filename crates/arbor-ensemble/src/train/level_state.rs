@@ -11,9 +11,10 @@ use crate::data::label::Classes;
 use crate::data::summary::LevelSummary;
 use crate::model::Model;
 use crate::train::level_boosting::{LevelBoosting, LevelHistograms};
-use crate::train::level_forest::{LevelForest, LevelForestSums, NodeRecords};
+use crate::train::level_forest::{LevelForest, LevelForestSums};
 use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
+use crate::train::node_records::NodeRecords;
 use crate::{Algorithm, ArborError, CheckedParams, Result, Task, TrainParams};
 
 /// How training goes on after the summary: level by level, or on one

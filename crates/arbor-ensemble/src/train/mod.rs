@@ -21,6 +21,7 @@ pub(crate) mod level_state;
 pub(crate) mod level_test_rows;
 pub(crate) mod loss;
 pub(crate) mod node_key;
+pub(crate) mod node_records;
 pub(crate) mod node_rows;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;
