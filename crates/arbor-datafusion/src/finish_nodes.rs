@@ -5,8 +5,10 @@
 //! batch grow in as many tasks as the grouping has partitions, and a task
 //! holds only its own nodes' rows.
 //!
-//! A partial aggregate only gathers its group's records; the final one
-//! grows the node and returns the subtree's bytes, which the driver grafts
+//! A partial aggregate only gathers its group's records (on a cluster the
+//! level step gives them as its states, [`crate::resident_shards`]); the
+//! final one keeps them where they arrived, grows the node from them and
+//! returns the subtree's bytes, which the driver grafts
 //! in place of the node. The state and options are constants, passed as
 //! dictionary literals as [`crate::TrainStep`]'s are.
 

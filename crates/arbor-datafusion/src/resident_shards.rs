@@ -5,13 +5,15 @@
 //! same input, and a forest's finishing jobs, each
 //! `arbor_small_node_records(<state>, label, features...)` over it. The
 //! physical rule [`ResidentShards`] replaces each level job's partial
-//! aggregate, and each finishing job's records projection, with
+//! aggregate, and each finishing job's partial `arbor_finish_nodes`
+//! aggregate with the unnested records call under it (or, in a plan of
+//! another shape, the records call alone), with
 //! [`LevelStepExec`]: for its partition it
 //! looks up the training's shard in the process's [`shard_store`] (the
 //! partition's rows binned with the training's bins, with labels, weights,
 //! content hashes and boosting's scores; [`LevelShard`]), and only on a
-//! miss reads the partition and builds it. Its output is the partial
-//! aggregate's (or the projection's), bit for bit: a level's sums and a
+//! miss reads the partition and builds it. Its output is the replaced
+//! node's, bit for bit: a level's sums and a
 //! batch's records are computed from a shard either way, kept or just
 //! built.
 //!

@@ -514,11 +514,7 @@ impl LevelForest {
         if self.trees.iter().any(|t| t.open.iter().any(|o| !o.in_memory)) {
             return Vec::new();
         }
-        // A node's bootstrap rows count their multiplicity; its records do not.
-        let distinct = match self.bootstrap {
-            true => (1.0 - (-self.sample_fraction).exp()) / self.sample_fraction,
-            false => 1.0,
-        };
+        let distinct = self.distinct_share();
         let budget = self.training_rows as f64 * FINISH_SHARE;
         let (mut keys, mut held) = (Vec::new(), 0.0);
         for (t, tree) in self.trees.iter().enumerate() {
@@ -532,6 +528,15 @@ impl LevelForest {
             }
         }
         keys
+    }
+
+    /// The share of a node's bootstrap rows that are distinct rows: its
+    /// rows count their multiplicity, its records do not.
+    fn distinct_share(&self) -> f64 {
+        match self.bootstrap {
+            true => (1.0 - (-self.sample_fraction).exp()) / self.sample_fraction,
+            false => 1.0,
+        }
     }
 
     /// One piece's records for the nodes [`LevelForest::finishing`] names:
@@ -564,7 +569,12 @@ impl LevelForest {
             of.resize(self.trees[t].tree.nodes.len(), None);
             of[node] = Some(i as u32);
         }
-        let mut records: Vec<Vec<u8>> = vec![Vec::new(); keys.len()];
+        // Room for a little more than each node's expected share of the
+        // piece's records, so that a node's buffer is rarely moved as it grows.
+        let share = self.distinct_share() * shard.n_rows() as f64 / self.training_rows.max(1) as f64;
+        let record = layout.size(false) as f64;
+        let room = |key: NodeKey| self.open_small(key).map_or(0.0, |open| open.rows * share * record * 1.1);
+        let mut records: Vec<Vec<u8>> = keys.iter().map(|&key| Vec::with_capacity(room(key) as usize)).collect();
         let mut bins = vec![0u16; self.features.len()];
         for r in 0..shard.n_rows() {
             let mut binned = false;

@@ -160,15 +160,25 @@ impl SmallNodeRows {
     /// The rows of the records `pieces` hold (laid out as `layout` says),
     /// for features of `n_bins` bins. The records are decoded as they lie
     /// (one pass, in order), then each column is gathered in the order of
-    /// the rows' hashes: a column is a byte a row, so its gather stays in
-    /// cache where reading whole records in hash order would not.
+    /// the rows' hashes: a column is two bytes a row, so its gather stays
+    /// in cache where reading whole records in hash order would not.
     pub(crate) fn from_records(pieces: &[&[u8]], layout: RecordLayout, n_bins: &[usize]) -> Result<SmallNodeRows> {
         debug_assert_eq!(n_bins.len(), layout.n_features);
-        let mut hashes = Vec::new();
-        let mut arrived = SmallNodeRows::default();
+        // At most this many records (none has a weight).
+        let most = pieces.iter().map(|piece| piece.len()).sum::<usize>() / layout.size(false);
+        if most > u32::MAX as usize {
+            return Err(ArborError::Data(format!("a small node of {most} records: more than a node can hold")));
+        }
+        let mut hashes = Vec::with_capacity(most);
+        let mut arrived = SmallNodeRows {
+            counts: Vec::with_capacity(most),
+            weights: Vec::with_capacity(most),
+            labels: Vec::with_capacity(most),
+            columns: Vec::new(),
+        };
         let last: Vec<u16> = n_bins.iter().map(|&b| b.saturating_sub(1) as u16).collect();
         // Each feature's bins as they arrived, unclamped (rows of one hash are ordered by them).
-        let mut raw_bins: Vec<Vec<u16>> = vec![Vec::new(); layout.n_features];
+        let mut raw_bins: Vec<Vec<u16>> = (0..layout.n_features).map(|_| Vec::with_capacity(most)).collect();
         layout.split(pieces, |hash, record| {
             let record = layout.read(record);
             hashes.push(hash);
