@@ -56,7 +56,7 @@ use crate::train::grower::{
 use crate::train::importance::mean_decrease_impurity;
 use crate::train::level_shard::LevelShard;
 use crate::train::node_key::NodeKey;
-use crate::train::node_records::{NodeRecords, RecordLayout, SmallNodeRows};
+use crate::train::node_records::{NodeRecords, RecordLayout, SmallNodeRows, MAX_DRAWS};
 use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
@@ -81,10 +81,6 @@ const IN_MEMORY_MIN_ROWS: f64 = 1_000.0;
 /// least one node: the records of a batch, spread over the tasks that
 /// grow the nodes, are then near the size of the table itself.
 const FINISH_SHARE: f64 = 2.0;
-
-/// The largest bootstrap multiplicity drawn (Poisson(1) passes it once in
-/// about 10^15 draws).
-pub(crate) const MAX_DRAWS: u32 = 16;
 
 /// Fewest rows per parallel work unit when a piece is summed.
 const CHUNK_ROWS: usize = 8_192;

@@ -7,9 +7,12 @@ use std::cmp::Ordering::Equal;
 use arbor_quantize::BinColumn;
 
 use crate::model::feature::Feature;
-use crate::train::level_forest::MAX_DRAWS;
 use crate::train::node_key::NodeKey;
 use crate::{ArborError, Result, Task};
+
+/// The largest bootstrap multiplicity drawn (Poisson(1) passes it once in
+/// about 10^15 draws), and so the largest a record holds.
+pub(crate) const MAX_DRAWS: u32 = 16;
 
 /// A record's first byte holds the row's bootstrap multiplicity (at most
 /// [`MAX_DRAWS`]) and this bit, set when a weight other than 1 follows
