@@ -10,7 +10,7 @@ use ballista_scheduler::config::{Config, SchedulerConfig};
 use ballista_scheduler::scheduler_process::start_server;
 
 use crate::arbor_executors::ArborExecutors;
-use crate::codec::ArborCodec;
+use crate::codec::{ArborCodec, ArborLogicalCodec};
 use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
 
@@ -39,6 +39,7 @@ where
     config.grpc_server_max_encoding_message_size = config.grpc_server_max_encoding_message_size.max(most);
     config.grpc_client_max_message_size = config.grpc_client_max_message_size.max(most);
     config.override_physical_codec = Some(Arc::new(ArborCodec::default()));
+    config.override_logical_codec = Some(Arc::new(ArborLogicalCodec::default()));
     let config = config
         .with_override_config_producer(Arc::new(session_config))
         .with_override_session_builder(Arc::new(session_state));

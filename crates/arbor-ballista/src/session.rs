@@ -21,7 +21,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use crate::codec::ArborCodec;
+use crate::codec::{ArborCodec, ArborLogicalCodec};
 use crate::partitioned_training::PartitionedTraining;
 
 /// The largest gRPC message a client or executor accepts: models travel in
@@ -38,6 +38,7 @@ pub const GRPC_MAX_MESSAGE_SIZE: usize = 1 << 30;
 pub fn session_config() -> SessionConfig {
     SessionConfig::new_with_ballista()
         .with_ballista_physical_extension_codec(Arc::new(ArborCodec::default()))
+        .with_ballista_logical_extension_codec(Arc::new(ArborLogicalCodec::default()))
         .with_ballista_grpc_client_max_message_size(GRPC_MAX_MESSAGE_SIZE)
         .with_ballista_adaptive_query_planner(false)
         .with_ballista_shuffle_reader_remote_prefer_flight(true)

@@ -21,11 +21,15 @@
 //! ```
 //!
 //! Every partition sends each row, binned, to each small node it reaches;
-//! the grouping spreads the nodes over the tasks, each grows its nodes'
+//! the grouping spreads the nodes over the tasks (the driver routes each
+//! node's key so that the tasks get near-equal rows, the largest nodes in
+//! the first tasks: [`arbor_ensemble::LevelState::route_finishing`]), each grows its nodes'
 //! subtrees, and the driver grafts them. No task holds more than its
 //! groups' rows.
 //!
-//! The finished model then replaces the aggregate as a literal, and the
+//! The finished model then replaces the aggregate as a table of one row
+//! ([`crate::ModelTable`]: as a literal, every optimizer pass would format
+//! it), and the
 //! statement runs as written around it. Options that need every row in one
 //! place, a single class or no rows leave the aggregate to train as it
 //! always does (on a cluster: as sub-forests).
@@ -33,28 +37,31 @@
 use std::sync::Arc;
 
 use arbor_ensemble::{Algorithm, CheckedParams, LevelState, NodeKey};
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{DataType, UInt64Type};
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, Schema, UInt64Type};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{exec_err, DFSchema, ScalarValue};
+use datafusion::common::{exec_err, Column, ScalarValue};
 use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
+use datafusion::datasource::provider_as_source;
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::TaskContext;
 use datafusion::functions::core::expr_fn::get_field;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
 use datafusion::logical_expr::{
-    col, Aggregate, AggregateUDF, EmptyRelation, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF,
+    col, Aggregate, AggregateUDF, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF,
 };
 use datafusion::physical_plan::{collect, ExecutionPlan};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 
 use crate::error::FunctionError;
 use crate::finish_nodes::FinishNodes;
+use crate::grouped_tasks::grouped_tasks;
 use crate::level_progress::{LevelProgress, LevelStep};
 use crate::model_column::{model_scalar, ModelKind};
+use crate::model_table::ModelTable;
 use crate::resident_shards::{file_scan, with_options};
 use crate::small_node_records::SmallNodeRecords;
 use crate::sql_options::TrainOptions;
@@ -62,6 +69,9 @@ use crate::train_step::{StepOutcome, TrainStep};
 
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
+
+/// The name of the one-row table that holds a trained model ([`ModelTable`]).
+const MODEL_TABLE: &str = "arbor_trained_model";
 
 /// The column of a finishing job's records, between the scan and the grouping.
 const RECORDS: &str = "__arbor_records";
@@ -125,7 +135,7 @@ impl LevelTraining {
     }
 
     /// Trains one aggregate's model level by level: the plan that gives it
-    /// as a literal, or `None` when it must train on one node.
+    /// as a table of one row, or `None` when it must train on one node.
     async fn train(
         &self,
         aggregate: &Aggregate,
@@ -161,6 +171,9 @@ impl LevelTraining {
                     StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
                 }
             } else {
+                // Near-equal rows in each task of the job's grouping, the largest nodes first.
+                let tasks = session.config().target_partitions();
+                state.route_finishing(tasks, |keys| grouped_tasks(keys, tasks))?;
                 let grown = self.finish(aggregate, &call, state.finishing_bytes(), session, &context).await?;
                 state.graft_nodes(&call.params, grown).exec(NAME)?;
             }
@@ -179,10 +192,13 @@ impl LevelTraining {
         if planned.as_ref() != Some(&predicts) {
             return exec_err!("{NAME}: the model predicts {predicts}, but the query was planned for {planned:?}");
         }
-        let literal = Expr::Literal(model_scalar(model.to_bytes(), &predicts)?, None).alias(field.name());
-        let one_row =
-            LogicalPlan::EmptyRelation(EmptyRelation { produce_one_row: true, schema: Arc::new(DFSchema::empty()) });
-        let projection = Projection::try_new_with_schema(vec![literal], Arc::new(one_row), aggregate.schema.clone())?;
+        // A table of one row, not a literal: no optimizer pass formats the model ([`ModelTable`]).
+        let model = model_scalar(model.to_bytes(), &predicts)?.to_array()?;
+        let row = RecordBatch::try_new(Arc::new(Schema::new(vec![field.as_ref().clone()])), vec![model])?;
+        let table = provider_as_source(Arc::new(ModelTable::new(row)));
+        let scan = LogicalPlanBuilder::scan(MODEL_TABLE, table, None)?.build()?;
+        let column = Expr::Column(Column::new(Some(MODEL_TABLE), field.name())).alias(field.name());
+        let projection = Projection::try_new_with_schema(vec![column], Arc::new(scan), aggregate.schema.clone())?;
         Ok(Some(LogicalPlan::Projection(projection)))
     }
 

@@ -88,8 +88,9 @@ const CHUNK_ROWS: usize = 8_192;
 /// A node waiting for its split: its index in the tree, its depth, the
 /// bootstrap rows (with their multiplicity) that reach it, whether it
 /// grows whole from its rows (small) or a level at a time from histograms
-/// (large), and how many of its drawn features a level sums (a large
-/// node's split search reads only those; see [`LevelForest::drawn_features`]).
+/// (large), how many of its drawn features a level sums (a large
+/// node's split search reads only those; see [`LevelForest::drawn_features`]),
+/// and the route of its key in the job that finishes it ([`LevelForest::route_finishing`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct OpenNode {
     node: u32,
@@ -97,6 +98,7 @@ struct OpenNode {
     rows: f64,
     in_memory: bool,
     drawn: u32,
+    route: u8,
 }
 
 /// One tree of the forest, growing.
@@ -235,7 +237,14 @@ impl LevelForest {
         let in_memory_rows = (rows * IN_MEMORY_SHARE).min(IN_MEMORY_MAX_BYTES / record).max(IN_MEMORY_MIN_ROWS);
         let drawn = rows * fp.tree.sample_fraction;
         let m = fp.features_per_node(features.len(), task)? as u32;
-        let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows, drawn: m };
+        if fp.n_trees > NodeKey::MAX_TREES {
+            return Ok(Err(format!(
+                "n_trees={} is more than the {} trees a level-wise forest names",
+                fp.n_trees,
+                NodeKey::MAX_TREES
+            )));
+        }
+        let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows, drawn: m, route: 0 };
         let tree = ForestTree {
             tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
             cover: vec![0.0],
@@ -519,11 +528,53 @@ impl LevelForest {
                 if !keys.is_empty() && held + rows > budget {
                     return keys;
                 }
-                keys.push(NodeKey::new(t, open.node));
+                keys.push(NodeKey::new(t, open.node).routed(open.route));
                 held += rows;
             }
         }
         keys
+    }
+
+    /// Routes the nodes the next finishing job grows ([`LevelForest::finishing`])
+    /// so that its `tasks` tasks grow near-equal rows, the largest nodes
+    /// in the first tasks (which start first): largest first, each node
+    /// takes the route that puts it in the task holding the fewest rows so
+    /// far. `task_of` says which task each key's group lands in (the
+    /// engine's hash partitioning of the grouped key). Routes choose only
+    /// where a node grows, never what it grows into.
+    pub fn route_finishing<E>(
+        &mut self,
+        tasks: usize,
+        task_of: impl FnOnce(&[u64]) -> std::result::Result<Vec<usize>, E>,
+    ) -> std::result::Result<(), E> {
+        let keys = self.finishing();
+        if tasks < 2 || keys.is_empty() {
+            return Ok(());
+        }
+        let routes = NodeKey::ROUTES;
+        let candidates: Vec<u64> =
+            keys.iter().flat_map(|key| (0..routes).map(|r| key.routed(r as u8).bits())).collect();
+        let lands = task_of(&candidates)?;
+        if lands.len() != candidates.len() {
+            return Ok(());
+        }
+        let mut nodes: Vec<(f64, usize)> =
+            keys.iter().enumerate().map(|(i, &key)| (self.open_small(key).map_or(0.0, |open| open.rows), i)).collect();
+        nodes.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut held = vec![0.0f64; tasks];
+        for (rows, i) in nodes {
+            let at = &lands[i * routes..(i + 1) * routes];
+            let best = (0..routes)
+                .filter(|&r| at[r] < tasks)
+                .min_by(|&a, &b| held[at[a]].total_cmp(&held[at[b]]).then(at[a].cmp(&at[b])));
+            let Some(route) = best else { continue };
+            held[at[route]] += rows;
+            let key = keys[i];
+            if let Some(open) = self.trees[key.tree()].open.iter_mut().find(|o| o.node == key.node()) {
+                open.route = route as u8;
+            }
+        }
+        Ok(())
     }
 
     /// The share of a node's bootstrap rows that are distinct rows: its
@@ -863,7 +914,9 @@ impl TreeLevel<'_> {
             if settings.may_split(count, weight, open.depth as usize + 1) {
                 let in_memory = count < self.in_memory_rows;
                 let drawn = self.m as u32;
-                tree.open.push(OpenNode { node: child as u32, depth: open.depth + 1, rows: count, in_memory, drawn });
+                let child =
+                    OpenNode { node: child as u32, depth: open.depth + 1, rows: count, in_memory, drawn, route: 0 };
+                tree.open.push(child);
             } else {
                 self.make_leaf(tree, child, child_stats, criterion);
             }
@@ -1040,14 +1093,21 @@ mod tests {
         batch: &RecordBatch,
         cuts: &[(usize, usize)],
     ) -> (Model, usize, usize) {
-        train_pieces_with(&trainer(options, label), batch, cuts)
+        train_pieces_with(&trainer(options, label), batch, cuts, 5)
     }
 
-    /// [`train_in_pieces`] with any trainer.
+    /// A stand-in for the engine's hash partitioning of grouped keys over `tasks` tasks.
+    fn task_of(keys: &[u64], tasks: usize) -> Result<Vec<usize>, std::convert::Infallible> {
+        Ok(keys.iter().map(|&k| (mix(k) % tasks as u64) as usize).collect())
+    }
+
+    /// [`train_in_pieces`] with any trainer, each finishing job's nodes
+    /// routed over `tasks` tasks ([`LevelForest::route_finishing`]).
     fn train_pieces_with(
         trainer: &crate::Trainer,
         batch: &RecordBatch,
         cuts: &[(usize, usize)],
+        tasks: usize,
     ) -> (Model, usize, usize) {
         let params = trainer.params().check().unwrap();
         let pieces: Vec<TrainingData> =
@@ -1061,6 +1121,7 @@ mod tests {
         while !state.is_done() {
             *state = LevelState::from_bytes(&state.to_bytes()).unwrap();
             if !state.finishing().is_empty() {
+                state.route_finishing(tasks, |keys| task_of(keys, tasks)).unwrap();
                 // The job carries the forest without its grown trees.
                 let bytes = state.finishing_bytes();
                 assert!(finishes == 0 || bytes.len() < state.to_bytes().len() / 2, "trees grown are left out");
@@ -1126,6 +1187,47 @@ mod tests {
             assert!(expected.contains(&finishes), "{finishes} finishing jobs");
             assert_eq!(whole.algorithm(), Algorithm::RandomForest);
         }
+    }
+
+    /// Routes spread a finishing job's nodes over its tasks, largest first
+    /// and each to the task holding the fewest rows so far (so no task
+    /// holds more than the least loaded plus one node), and change nothing
+    /// of the model: any number of tasks trains the same bytes.
+    #[test]
+    fn routes_balance_the_finishing_tasks_and_leave_the_forest_as_it_is() {
+        let batch = table(12_000, 0);
+        let trainer = trainer("n_trees=7 seed=5", "y");
+        let (unrouted, ..) = train_pieces_with(&trainer, &batch, &[(0, 12_000)], 1);
+        for tasks in [2, 5, 16] {
+            let (routed, ..) = train_pieces_with(&trainer, &batch, &[(0, 7000), (7000, 5000)], tasks);
+            assert_eq!(routed.to_bytes(), unrouted.to_bytes(), "{tasks} tasks");
+        }
+        // One batch, by hand: the tasks' rows as the routes place them.
+        let params = trainer.params().check().unwrap();
+        let piece = trainer.training_data(vec![batch.clone()]).unwrap();
+        let LevelStart::Grow(mut state) = LevelState::start(&params, LevelSummary::of(&piece)).unwrap() else {
+            panic!("grows")
+        };
+        while state.finishing().is_empty() {
+            let sums = state.sums(&piece).unwrap();
+            state.grow(&params, sums).unwrap();
+        }
+        let tasks = 4;
+        state.route_finishing(tasks, |keys| task_of(keys, tasks)).unwrap();
+        let LevelState::Forest(forest) = &*state else { panic!("a forest") };
+        let keys = forest.finishing();
+        assert!(keys.len() > tasks, "{} nodes", keys.len());
+        assert!(keys.iter().any(|key| key.route() != 0), "no node was routed");
+        let rows = |key: &NodeKey| forest.open_small(*key).unwrap().rows;
+        let mut held = vec![0.0; tasks];
+        for key in &keys {
+            held[task_of(&[key.bits()], tasks).unwrap()[0]] += rows(key);
+        }
+        let largest = keys.iter().map(rows).fold(0.0, f64::max);
+        let (most, least) = (held.iter().copied().fold(0.0, f64::max), held.iter().copied().fold(f64::MAX, f64::min));
+        assert!(most - least <= largest, "tasks of {held:?} rows, nodes of at most {largest}");
+        let first = keys.iter().max_by(|a, b| rows(a).total_cmp(&rows(b))).unwrap();
+        assert_eq!(task_of(&[first.bits()], tasks).unwrap()[0], 0, "the largest node grows in the first task");
     }
 
     /// Held-out error as good as the single-node forest's: the trees are
@@ -1194,8 +1296,8 @@ mod tests {
         let trainer = crate::Trainer::new(crate::TrainParams::parse_options(options).unwrap())
             .label("y")
             .features(["k1", "x", "k2", "k3"]);
-        let (whole, levels, _) = train_pieces_with(&trainer, &batch, &[(0, 6000)]);
-        let (pieces, ..) = train_pieces_with(&trainer, &batch, &[(4000, 2000), (0, 4000)]);
+        let (whole, levels, _) = train_pieces_with(&trainer, &batch, &[(0, 6000)], 1);
+        let (pieces, ..) = train_pieces_with(&trainer, &batch, &[(4000, 2000), (0, 4000)], 3);
         assert_eq!(whole.to_bytes(), pieces.to_bytes());
         for tree in whole.trees().iter() {
             assert!(tree.shape().depth >= 5, "a tree stopped early: {:?}", tree.shape());

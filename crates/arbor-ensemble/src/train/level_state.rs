@@ -173,6 +173,19 @@ impl LevelState {
         }
     }
 
+    /// Routes the nodes the next finishing job grows over its `tasks` tasks
+    /// ([`LevelForest::route_finishing`]); boosting has none.
+    pub fn route_finishing<E>(
+        &mut self,
+        tasks: usize,
+        task_of: impl FnOnce(&[u64]) -> std::result::Result<Vec<usize>, E>,
+    ) -> std::result::Result<(), E> {
+        match self {
+            LevelState::Boosting(_) => Ok(()),
+            LevelState::Forest(f) => f.route_finishing(tasks, task_of),
+        }
+    }
+
     /// The state a finishing job carries: a forest without the trees already
     /// grown ([`LevelForest::job_view`]), as bytes.
     pub fn finishing_bytes(&self) -> Vec<u8> {
