@@ -26,6 +26,7 @@ mod partitioned_training;
 mod process_start;
 mod scheduler;
 mod session;
+mod shard_affinity;
 
 pub use arbor_executors::{is_arbor_executor, ARBOR_EXECUTOR_PREFIX};
 pub use codec::ArborCodec;

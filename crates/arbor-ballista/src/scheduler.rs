@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use ballista_core::error::{BallistaError, Result};
 use ballista_scheduler::cluster::BallistaCluster;
-use ballista_scheduler::config::{Config, SchedulerConfig};
+use ballista_scheduler::config::{Config, SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::start_server;
 
 use crate::arbor_executors::ArborExecutors;
 use crate::codec::{ArborCodec, ArborLogicalCodec};
 use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
+use crate::shard_affinity::ShardAffinity;
 
 /// Runs a scheduler until it is stopped. `args` are Ballista's scheduler
 /// flags (`--bind-host`, `--bind-port`, ...), the program name first.
@@ -40,6 +41,10 @@ where
     config.grpc_client_max_message_size = config.grpc_client_max_message_size.max(most);
     config.override_physical_codec = Some(Arc::new(ArborCodec::default()));
     config.override_logical_codec = Some(Arc::new(ArborLogicalCodec::default()));
+    // Level jobs' tasks follow their shards, unless `--task-distribution` asked for round-robin.
+    if matches!(config.task_distribution, TaskDistributionPolicy::Bias) {
+        config.task_distribution = TaskDistributionPolicy::Custom(Arc::new(ShardAffinity::default()));
+    }
     let config = config
         .with_override_config_producer(Arc::new(session_config))
         .with_override_session_builder(Arc::new(session_state));

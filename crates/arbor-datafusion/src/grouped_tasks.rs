@@ -67,7 +67,7 @@ mod tests {
 
     #[tokio::test]
     async fn keys_land_where_a_grouping_sends_them() {
-        let keys: Vec<u64> = (0..200u64).map(|i| (i % 7) << 32 | i * 13 | (i % 256) << 56).collect();
+        let keys: Vec<u64> = (0..200u64).map(|i| ((i % 7) << 32) | (i * 13) | ((i % 256) << 56)).collect();
         for tasks in [2, 5, 16] {
             let landed = grouped_tasks(&keys, tasks).unwrap();
             let planned = planned_tasks(&keys, tasks).await;

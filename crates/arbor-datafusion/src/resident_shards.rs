@@ -291,6 +291,13 @@ impl LevelStepExec {
         LevelStepExec { input, spec, schema, properties: Arc::new(properties) }
     }
 
+    /// A fingerprint of the step's data arguments (their names and types):
+    /// steps of one training share it, so a scheduler can send each
+    /// partition to where its shard was kept.
+    pub fn input_key(&self) -> u64 {
+        self.spec.input_key
+    }
+
     /// The exec's own fields as bytes (its input travels as the codec's
     /// child), for a cluster's physical codec.
     pub fn encode(&self, buf: &mut Vec<u8>) -> Result<()> {
