@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch, UInt64Array};
 use arrow::datatypes::{DataType, Field, Schema, UInt64Type};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_plan::metrics::Time;
 use datafusion::physical_plan::repartition::BatchPartitioner;
@@ -25,7 +25,8 @@ pub fn grouped_tasks(keys: &[u64], tasks: usize) -> Result<Vec<usize>> {
         landed.extend(part.column(0).as_primitive::<UInt64Type>().values().iter().map(|&key| (key, task)));
         Ok(())
     })?;
-    Ok(keys.iter().map(|key| landed[key]).collect())
+    let missing = |key: &u64| DataFusionError::Internal(format!("hash partitioning placed no key {key:#x}"));
+    keys.iter().map(|key| landed.get(key).copied().ok_or_else(|| missing(key))).collect()
 }
 
 #[cfg(test)]
