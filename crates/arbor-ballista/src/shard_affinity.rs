@@ -1,18 +1,18 @@
 //! Tasks that follow their shards: a task distribution policy of the
 //! scheduler's that sends each partition of a level job to the executor
-//! that first ran that partition in the session, where its shard is kept
+//! that first ran that partition in the training, where its shard is kept
 //! ([`arbor_datafusion::ResidentShards`]).
 //!
 //! Ballista binds a stage's next partitions to whichever executor asks, so
 //! two executors each ended up binning (and keeping) most partitions. Under
 //! this policy an executor takes, for a stage that reads kept shards, its
-//! own partitions first (a partition is its executor's from the first
-//! level job of a training that runs it: the jobs of one training are
-//! told apart from others by their steps' input), then partitions no executor holds yet, and only
-//! then another's, from the back of the queue (an executor that has
-//! nothing of its own does not wait: a lost executor's partitions and a
-//! slow one's last are run by the others, which read them again). Other
-//! stages are bound as Ballista's default (`bias`) binds them.
+//! own partitions first (a partition is the executor's that first ran it
+//! in a level job over the same data arguments, named by the steps' input
+//! key), then partitions no executor holds yet, and only then another's,
+//! from the back of the queue (an executor that has nothing of its own
+//! does not wait: a lost executor's partitions and a slow one's last are
+//! run by the others, which read them again). Other stages are bound as
+//! Ballista's default (`bias`) binds them.
 //!
 //! What this relies on that Ballista 55 does not promise: the
 //! `DistributionPolicy` extension point, the running stage's public fields
@@ -40,7 +40,8 @@ use datafusion::error::Result;
 use datafusion::physical_plan::ExecutionPlan;
 
 /// Which executor holds each partition's shard, as far as the scheduler
-/// has bound them: a partition's first executor in a session holds it.
+/// has bound them: the first executor that ran a partition in a level job
+/// over the same data arguments holds it.
 #[derive(Debug, Default)]
 pub struct ShardAffinity {
     /// (the level steps' input key, the stage's partitions, partition) → executor id.
