@@ -68,15 +68,17 @@ impl DistributionPolicy for ShardAffinity {
             while let Some(stage) = graph.fetch_running_stage(&done) {
                 done.push(stage.stage_id);
                 let shards = level_step_input(&stage.plan);
+                let collapses = collapses_inputs(&stage.plan);
                 for budget in budgets.iter_mut().filter(|b| b.vcores > 0) {
                     let picked = match shards {
                         Some(input) => self.pick(stage, input, &budget.executor_id, budget.vcores as usize),
-                        None => in_order(stage, budget.vcores as usize),
+                        None => in_order(stage, collapses, budget.vcores as usize),
                     };
                     if picked.is_empty() {
                         break;
                     }
-                    bound.push(bind(stage, &session, job_id, budget, picked));
+                    let vcores = if collapses { 1 } else { picked.len() as u32 };
+                    bound.push(bind(stage, &session, job_id, budget, picked, vcores));
                 }
             }
         }
@@ -118,8 +120,8 @@ fn choose<'a>(pending: &[usize], holder: impl Fn(usize) -> Option<&'a str>, exec
 }
 
 /// The next `room` pending partitions in order (all of them for a stage
-/// whose tasks must each take every input), as Ballista binds.
-fn in_order(stage: &mut RunningStage, room: usize) -> Vec<usize> {
+/// whose tasks must each take every input: `collapses`), as Ballista binds.
+fn in_order(stage: &mut RunningStage, collapses: bool, room: usize) -> Vec<usize> {
     let cap = stage
         .session_config
         .options()
@@ -128,20 +130,21 @@ fn in_order(stage: &mut RunningStage, room: usize) -> Vec<usize> {
         .map(|config| config.max_partitions_per_task())
         .filter(|&n| n > 0)
         .unwrap_or(usize::MAX);
-    let most = if collapses_inputs(&stage.plan) { usize::MAX } else { room.min(cap) };
+    let most = if collapses { usize::MAX } else { room.min(cap) };
     stage.pending.next_slice(most)
 }
 
-/// A task of `stage` over `partitions` for `budget`'s executor, recorded in
-/// the stage as Ballista records the tasks it binds.
+/// A task of `stage` over `partitions` for `budget`'s executor, taking
+/// `vcores` of its slots, recorded in the stage as Ballista records the
+/// tasks it binds.
 fn bind(
     stage: &mut RunningStage,
     session: &str,
     job_id: &JobId,
     budget: &mut AvailableVcores,
     partitions: Vec<usize>,
+    vcores: u32,
 ) -> BoundTask {
-    let vcores = if collapses_inputs(&stage.plan) { 1 } else { partitions.len() as u32 };
     let executor = budget.executor_id.clone();
     let task_id = stage.task_infos.len();
     let attempt = partitions.iter().map(|&p| stage.task_failure_numbers[p]).max().unwrap_or(0);

@@ -179,11 +179,19 @@ impl LevelForest {
     /// Why `params` cannot be grown level by level, if they cannot: out-of-bag
     /// results and MDA importance walk every row against every tree, exact
     /// splits need raw values, extra trees draw thresholds from the node's
-    /// rows, and best-first growth needs the whole tree's frontier at once.
+    /// rows, best-first growth needs the whole tree's frontier at once, and
+    /// a node's key names at most [`NodeKey::MAX_TREES`] trees.
     pub fn unsupported(params: &TrainParams) -> Option<String> {
         let fp = &params.forest;
         if params.algorithm.0 != Algorithm::RandomForest {
             return Some("only random forests are grown by LevelForest".into());
+        }
+        if fp.n_trees > NodeKey::MAX_TREES {
+            return Some(format!(
+                "n_trees={} is more than the {} trees a level-wise forest names",
+                fp.n_trees,
+                NodeKey::MAX_TREES
+            ));
         }
         let reason = if fp.oob || fp.oob_per_observation {
             "out-of-bag results"
@@ -237,13 +245,6 @@ impl LevelForest {
         let in_memory_rows = (rows * IN_MEMORY_SHARE).min(IN_MEMORY_MAX_BYTES / record).max(IN_MEMORY_MIN_ROWS);
         let drawn = rows * fp.tree.sample_fraction;
         let m = fp.features_per_node(features.len(), task)? as u32;
-        if fp.n_trees > NodeKey::MAX_TREES {
-            return Ok(Err(format!(
-                "n_trees={} is more than the {} trees a level-wise forest names",
-                fp.n_trees,
-                NodeKey::MAX_TREES
-            )));
-        }
         let root = OpenNode { node: 0, depth: 0, rows: drawn, in_memory: drawn < in_memory_rows, drawn: m, route: 0 };
         let tree = ForestTree {
             tree: Tree { nodes: vec![Node::Leaf { value: 0 }], values: Vec::new() },
@@ -1321,6 +1322,7 @@ mod tests {
             ("splitter=random", "splitter random"),
             ("max_leaf_nodes=8", "max_leaf_nodes"),
             ("monotone=x:+1", "monotone"),
+            ("n_trees=16777217", "n_trees=16777217 is more than the 16777216 trees"),
         ] {
             let params = TrainParams::parse_options(options).unwrap();
             assert!(LevelForest::unsupported(&params).unwrap().contains(what), "{options}");
