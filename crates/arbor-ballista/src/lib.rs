@@ -22,6 +22,7 @@
 mod arbor_executors;
 mod codec;
 mod executor;
+mod long_poll;
 mod partitioned_training;
 mod process_start;
 mod scheduler;

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use ballista_core::error::{BallistaError, Result};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::{Config, SchedulerConfig, TaskDistributionPolicy};
-use ballista_scheduler::scheduler_process::start_server;
+use ballista_scheduler::scheduler_process::create_scheduler;
 
 use crate::arbor_executors::ArborExecutors;
 use crate::codec::{ArborCodec, ArborLogicalCodec};
+use crate::long_poll::{serve, WorkSignal};
 use crate::process_start::{init_logging, parse_flags, DEFAULT_SCHEDULING_POLICY};
 use crate::session::{session_config, session_state, GRPC_MAX_MESSAGE_SIZE};
 use crate::shard_affinity::ShardAffinity;
@@ -45,10 +46,16 @@ where
     if matches!(config.task_distribution, TaskDistributionPolicy::Bias) {
         config.task_distribution = TaskDistributionPolicy::Custom(Arc::new(ShardAffinity::default()));
     }
+    // Idle executors' polls wait for work (`long_poll.rs`); pushed tasks need no such wait.
+    let work = WorkSignal::default();
     let config = config
         .with_override_config_producer(Arc::new(session_config))
-        .with_override_session_builder(Arc::new(session_state));
+        .with_override_session_builder(Arc::new(session_state))
+        .with_on_work_available(work.callback());
+    config.validate()?;
     let cluster = BallistaCluster::new_from_config(&config).await?;
     let cluster = BallistaCluster::new(Arc::new(ArborExecutors(cluster.cluster_state())), cluster.job_state());
-    start_server(cluster, addr, Arc::new(config)).await
+    let scheduler = create_scheduler(cluster, Arc::new(config)).await?;
+    log::info!("arbor's Ballista scheduler listening on {addr}");
+    serve(scheduler, work, addr).await
 }
