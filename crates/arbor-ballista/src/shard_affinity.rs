@@ -9,9 +9,12 @@
 //! own partitions first (a partition is the executor's that first ran it
 //! in a level job over the same data arguments, named by the steps' input
 //! key), then partitions no executor holds yet, and only then another's,
-//! from the back of the queue (an executor that has nothing of its own
-//! does not wait: a lost executor's partitions and a slow one's last are
-//! run by the others, which read them again). Other stages are bound as
+//! from the back of the queue, when that other has at least two still to
+//! run (it is behind) or the stage has waited [`LOCALITY_WAIT`] (its holder
+//! may be lost). Binning a partition again costs about ten of its tasks,
+//! so an executor whose holder will reach its last partition in a task's
+//! time waits, as Spark's delay scheduling does; a lost executor's
+//! partitions still run, read again elsewhere. Other stages are bound as
 //! Ballista's default (`bias`) binds them.
 //!
 //! What this relies on that Ballista 55 does not promise: the
@@ -24,6 +27,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use arbor_datafusion::LevelStepExec;
 use async_trait::async_trait;
@@ -39,6 +43,11 @@ use ballista_scheduler::state::task_manager::JobInfoCache;
 use datafusion::error::Result;
 use datafusion::physical_plan::ExecutionPlan;
 
+/// How long a stage that reads kept shards keeps a partition for its
+/// holder when that holder is not behind: about ten of a level job's
+/// tasks on the benchmark, the time binning the partition again takes.
+pub const LOCALITY_WAIT: Duration = Duration::from_millis(300);
+
 /// Which executor holds each partition's shard, as far as the scheduler
 /// has bound them: the first executor that ran a partition in a level job
 /// over the same data arguments holds it.
@@ -46,6 +55,8 @@ use datafusion::physical_plan::ExecutionPlan;
 pub struct ShardAffinity {
     /// (the level steps' input key, the stage's partitions, partition) → executor id.
     holders: Mutex<HashMap<(u64, usize, usize), String>>,
+    /// When each running stage that reads kept shards was first offered, by (job, stage).
+    offered: Mutex<HashMap<(JobId, usize), Instant>>,
 }
 
 #[async_trait]
@@ -58,6 +69,7 @@ impl DistributionPolicy for ShardAffinity {
         let mut bound = Vec::new();
         // The largest executors first, as Ballista's `bias` binds.
         budgets.sort_by_key(|b| std::cmp::Reverse(b.vcores));
+        lock(&self.offered).retain(|(job, _), _| running_jobs.contains_key(job));
         for (job_id, job) in running_jobs.iter() {
             if !matches!(job.status, Some(job_status::Status::Running(_))) {
                 continue;
@@ -69,9 +81,13 @@ impl DistributionPolicy for ShardAffinity {
                 done.push(stage.stage_id);
                 let shards = level_step_input(&stage.plan);
                 let collapses = collapses_inputs(&stage.plan);
+                let waited = shards.is_some().then(|| {
+                    lock(&self.offered).entry((job_id.clone(), stage.stage_id)).or_insert_with(Instant::now).elapsed()
+                });
+                let patient = waited.is_some_and(|waited| waited < LOCALITY_WAIT);
                 for budget in budgets.iter_mut().filter(|b| b.vcores > 0) {
                     let picked = match shards {
-                        Some(input) => self.pick(stage, input, &budget.executor_id, budget.vcores as usize),
+                        Some(input) => self.pick(stage, input, &budget.executor_id, budget.vcores as usize, patient),
                         None => in_order(stage, collapses, budget.vcores as usize),
                     };
                     if picked.is_empty() {
@@ -93,11 +109,11 @@ impl DistributionPolicy for ShardAffinity {
 impl ShardAffinity {
     /// Up to `room` pending partitions of a stage that reads kept shards for
     /// `executor` ([`choose`]); those nobody held are its own from now on.
-    fn pick(&self, stage: &mut RunningStage, input: u64, executor: &str, room: usize) -> Vec<usize> {
+    fn pick(&self, stage: &mut RunningStage, input: u64, executor: &str, room: usize, patient: bool) -> Vec<usize> {
         let total = stage.partitions;
         let mut pending = stage.pending.next_slice(stage.pending.remaining());
-        let mut holders = self.holders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let picked = choose(&pending, |p| holders.get(&(input, total, p)).map(String::as_str), executor, room);
+        let mut holders = lock(&self.holders);
+        let picked = choose(&pending, |p| holders.get(&(input, total, p)).map(String::as_str), executor, room, patient);
         for &p in &picked {
             holders.entry((input, total, p)).or_insert_with(|| executor.to_string());
         }
@@ -110,13 +126,37 @@ impl ShardAffinity {
 /// Up to `room` of the `pending` partitions (in queue order) for
 /// `executor`, given each partition's `holder`: its own first, in order,
 /// then those nobody holds, then another's, from the back of the queue
-/// (where its holder would reach them last).
-fn choose<'a>(pending: &[usize], holder: impl Fn(usize) -> Option<&'a str>, executor: &str, room: usize) -> Vec<usize> {
+/// (where its holder would reach them last). While the stage is `patient`,
+/// another's partition is taken only while that other has at least two
+/// left, so a holder that is not behind runs its own last partition.
+fn choose<'a>(
+    pending: &[usize],
+    holder: impl Fn(usize) -> Option<&'a str>,
+    executor: &str,
+    room: usize,
+    patient: bool,
+) -> Vec<usize> {
     let mut picked: Vec<usize> = pending.iter().copied().filter(|&p| holder(p) == Some(executor)).collect();
     picked.extend(pending.iter().copied().filter(|&p| holder(p).is_none()));
-    picked.extend(pending.iter().rev().copied().filter(|&p| holder(p).is_some_and(|h| h != executor)));
+    let mut left: HashMap<&str, usize> = HashMap::new();
+    for other in pending.iter().filter_map(|&p| holder(p)).filter(|&h| h != executor) {
+        *left.entry(other).or_default() += 1;
+    }
+    for p in pending.iter().rev().copied() {
+        let Some(other) = holder(p).filter(|&h| h != executor) else { continue };
+        let count = left.get_mut(other).expect("counted above");
+        if !patient || *count >= 2 {
+            *count -= 1;
+            picked.push(p);
+        }
+    }
     picked.truncate(room);
     picked
+}
+
+/// The map behind `mutex`, whether or not a binding panicked holding it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The next `room` pending partitions in order (all of them for a stage
@@ -211,13 +251,22 @@ mod tests {
             _ => None,
         };
         let pending = [1, 2, 3, 4, 5, 6];
-        assert_eq!(choose(&pending, holder, "a", 1), vec![2]);
-        assert_eq!(choose(&pending, holder, "a", 4), vec![2, 4, 5, 6]);
-        assert_eq!(choose(&pending, holder, "b", 2), vec![1, 3]);
-        // Nothing of its own or free left: it runs the other's last partition.
-        assert_eq!(choose(&[0, 2, 4], holder, "b", 1), vec![4]);
-        // An executor that joined later takes free partitions, then steals.
-        assert_eq!(choose(&pending, holder, "c", 3), vec![5, 6, 4]);
-        assert!(choose(&[], holder, "a", 2).is_empty());
+        for patient in [true, false] {
+            assert_eq!(choose(&pending, holder, "a", 1, patient), vec![2]);
+            assert_eq!(choose(&pending, holder, "a", 4, patient), vec![2, 4, 5, 6]);
+            assert_eq!(choose(&pending, holder, "b", 2, patient), vec![1, 3]);
+            // Nothing of its own or free left, and a behind: b runs a's last partition.
+            assert_eq!(choose(&[0, 2, 4], holder, "b", 1, patient), vec![4]);
+            // An executor that joined later takes free partitions, then steals.
+            assert_eq!(choose(&pending, holder, "c", 3, patient), vec![5, 6, 4]);
+            assert!(choose(&[], holder, "a", 2, patient).is_empty());
+        }
+        // a has one partition left: it will run it, unless the stage has waited too long.
+        assert!(choose(&[1, 4], holder, "b", 2, true) == vec![1]);
+        assert_eq!(choose(&[1, 4], holder, "b", 2, false), vec![1, 4]);
+        assert!(choose(&[4], holder, "c", 1, true).is_empty());
+        // Of a's three, c takes from the back until a has one left.
+        assert_eq!(choose(&[0, 2, 4], holder, "c", 3, true), vec![4, 2]);
+        assert_eq!(choose(&[0, 2, 4], holder, "c", 3, false), vec![4, 2, 0]);
     }
 }
