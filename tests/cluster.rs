@@ -284,7 +284,7 @@ const BALLISTA_LOST_EVERY_EXECUTOR: &str = "all executors were lost and no execu
 #[test]
 fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
     // A forest and boosting, both trained level by level (the victim dies
-    // in its first jobs; the other executor runs the rest).
+    // in its first level jobs; the other executor runs the rest).
     for options in ["n_trees=16 max_depth=12 seed=8", "algorithm=gradient-boosting n_rounds=5"] {
         let mut cluster = Cluster::start();
         let data = cluster.dir.path().join("data");
@@ -308,11 +308,13 @@ fn an_executor_killed_mid_job_leaves_the_same_model_or_a_clear_error() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // The first executor that runs one of this job's tasks is killed (which
-        // one the scheduler picks first is its business).
+        // The first executor that has run six of this training's tasks is
+        // killed (which one is the scheduler's business): past the summary
+        // job's five, so it holds shards of the training's partitions, which
+        // the survivor reads again from the files.
         let start = Instant::now();
         let victim = loop {
-            if let Some(i) = (0..2).find(|&i| tasks_run(i) > before[i]) {
+            if let Some(i) = (0..2).find(|&i| tasks_run(i) >= before[i] + 6) {
                 break i;
             }
             assert!(start.elapsed() < Duration::from_secs(60), "no executor ran the job's tasks");
