@@ -10,7 +10,8 @@ use std::fs::File;
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use arbor::ensemble::{CheckedParams, LevelStart, LevelState, LevelSummary, Model, TrainParams, Trainer, TrainingData};
+use arbor::ensemble::distributed::InMemory;
+use arbor::ensemble::{CheckedParams, LevelSummary, Message, Model, TrainParams, Trainer, TrainingData};
 use arbor::kernels::dispatch::{with_simd_level, SimdLevel};
 use arbor::kernels::{
     best_split, best_split_plain, build_histogram, build_histogram_packed, build_row_histograms,
@@ -324,9 +325,9 @@ fn level_jobs(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(data.n_rows() as u64));
     group.bench_function("flights_summary", |b| b.iter(|| black_box(LevelSummary::of(&data))));
-    let start = |params: &CheckedParams| match LevelState::start(params, LevelSummary::of(&data)).unwrap() {
-        LevelStart::Grow(state) => state,
-        LevelStart::OneNode(reason) => panic!("flights trains level by level: {reason}"),
+    let start = |params: &CheckedParams| match Message::start(params, LevelSummary::of(&data)).unwrap() {
+        Message::Grow(state) => state,
+        other => panic!("flights trains level by level: {other:?}"),
     };
     let mut state = start(&params);
     group.bench_function(BenchmarkId::new("flights_histograms_round", 1), |b| {
@@ -348,6 +349,19 @@ fn level_jobs(c: &mut Criterion) {
     state.grow(&params, sums).unwrap();
     group.bench_function(BenchmarkId::new("flights_forest_sums_level", 1), |b| {
         b.iter(|| black_box(state.sums(&data).unwrap()))
+    });
+    // A whole 8-tree forest through arbor's driver and the in-memory
+    // backend, over four pieces: every job and the driver's growing, with
+    // no engine around them.
+    let params = TrainParams::parse_options("n_trees=8").unwrap().check().unwrap();
+    let trainer = Trainer::checked(params.clone());
+    let rows = batch.num_rows();
+    group.bench_function("flights_in_memory_forest_8_trees", |b| {
+        b.iter(|| {
+            let cut = |i: usize| batch.slice(rows * i / 4, rows * (i + 1) / 4 - rows * i / 4);
+            let pieces = (0..4).map(|i| trainer.training_data(cut(i)).unwrap()).collect();
+            black_box(InMemory::new(pieces, params.clone()).train().unwrap())
+        })
     });
     group.finish();
 }

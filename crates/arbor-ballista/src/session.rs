@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_datafusion::{FinishNodes, LevelTraining, ResidentShards, SmallNodeRecords, TrainForest, TrainStep};
+use arbor_datafusion::{LevelFunctions, LevelTraining, ResidentShards, TrainForest};
 use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionStateExt;
 use ballista_core::extension::{
@@ -17,7 +17,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::execution::FunctionRegistry;
-use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::logical_expr::AggregateUDF;
 use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -77,9 +77,7 @@ pub fn session_state(config: SessionConfig) -> Result<SessionState> {
     arbor_datafusion::register_all(&mut state)?;
     state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainForest::distributed())))?;
     // The steps of level-wise training ([`LevelTraining`]), which executors run.
-    state.register_udaf(Arc::new(AggregateUDF::new_from_impl(TrainStep::new())))?;
-    state.register_udf(Arc::new(ScalarUDF::new_from_impl(SmallNodeRecords::new())))?;
-    state.register_udaf(Arc::new(AggregateUDF::new_from_impl(FinishNodes::new())))?;
+    LevelFunctions::new().register(&mut state)?;
     Ok(state)
 }
 
@@ -147,9 +145,7 @@ pub async fn remote(url: &str) -> Result<SessionContext> {
 fn with_arbor(ctx: SessionContext) -> Result<SessionContext> {
     arbor_datafusion::register(&ctx);
     ctx.register_udaf(AggregateUDF::new_from_impl(TrainForest::distributed()));
-    ctx.register_udaf(AggregateUDF::new_from_impl(TrainStep::new()));
-    ctx.register_udf(ScalarUDF::new_from_impl(SmallNodeRecords::new()));
-    ctx.register_udaf(AggregateUDF::new_from_impl(FinishNodes::new()));
+    LevelFunctions::new().register_on(&ctx);
     let state = ctx.state();
     let ballista = state.query_planner().clone();
     let state = SessionStateBuilder::new_from_existing(state)

@@ -6,26 +6,20 @@
 //! nodes small enough from their rows (PLANET), spread over the tasks.
 //!
 //! The planner wraps another (Ballista's, or DataFusion's own). For each
-//! such aggregate in a statement it runs one small query per step through
-//! the wrapped planner: `SELECT arbor_train_step(<state>, label, features...)
-//! FROM <the aggregate's input>`, first to summarize the rows, then once per
+//! such aggregate in a statement it runs arbor's driver
+//! ([`arbor_ensemble::distributed::train`]) over jobs that are small
+//! queries on the aggregate's input, planned by the wrapped planner
+//! (`session_jobs.rs`): first a summary of the rows, then one job per
 //! tree level. Every partition sums its own rows; only summaries and
-//! histograms move, to the final aggregate that grows the level.
+//! histograms move, to the final aggregate that merges them for the driver.
 //!
-//! A forest's small nodes then finish in batches, each in one job:
-//!
-//! ```text
-//! SELECT key, arbor_finish_nodes(<state>, key, record, <options>)
-//! FROM (SELECT unnest(arbor_small_node_records(<state>, label, features..., <options>)) ...)
-//! GROUP BY key
-//! ```
-//!
-//! Every partition sends each row, binned, to each small node it reaches;
-//! the grouping spreads the nodes over the tasks (the driver routes each
+//! A forest's small nodes then finish in batches, each in one job: every
+//! partition sends each row, binned, to each small node it reaches; the
+//! grouping spreads the nodes over the tasks (the driver routes each
 //! node's key so that the tasks get near-equal rows, the largest nodes in
-//! the first tasks: [`arbor_ensemble::LevelState::route_finishing`]), each grows its nodes'
-//! subtrees, and the driver grafts them. No task holds more than its
-//! groups' rows.
+//! the first tasks: [`arbor_ensemble::LevelState::route_finishing`]), each
+//! grows its nodes' subtrees, and the driver grafts them. No task holds
+//! more than its groups' rows.
 //!
 //! The finished model then replaces the aggregate as a table of one row
 //! ([`crate::ModelTable`]: as a literal, every optimizer pass would format
@@ -36,9 +30,10 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{Algorithm, CheckedParams, LevelState, NodeKey};
-use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Schema, UInt64Type};
+use arbor_ensemble::distributed::{self, DriverError, Outcome};
+use arbor_ensemble::{Algorithm, CheckedParams, LevelStanding, LevelState};
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Schema};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
@@ -48,24 +43,19 @@ use datafusion::datasource::provider_as_source;
 use datafusion::error::Result;
 use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::TaskContext;
-use datafusion::functions::core::expr_fn::get_field;
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
-use datafusion::logical_expr::{
-    col, Aggregate, AggregateUDF, Expr, LogicalPlan, LogicalPlanBuilder, Projection, ScalarUDF,
-};
-use datafusion::physical_plan::{collect, ExecutionPlan};
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{Aggregate, Expr, LogicalPlan, LogicalPlanBuilder, Projection};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 
 use crate::error::FunctionError;
-use crate::finish_nodes::FinishNodes;
-use crate::grouped_tasks::grouped_tasks;
+use crate::level_functions::LevelFunctions;
 use crate::level_progress::{LevelProgress, LevelStep};
 use crate::model_column::{model_scalar, ModelKind};
 use crate::model_table::ModelTable;
 use crate::resident_shards::{file_scan, with_options};
-use crate::small_node_records::SmallNodeRecords;
+use crate::session_jobs::SessionJobs;
 use crate::sql_options::TrainOptions;
-use crate::train_step::{StepOutcome, TrainStep};
 
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
@@ -73,29 +63,19 @@ const NAME: &str = "train_forest";
 /// The name of the one-row table that holds a trained model ([`ModelTable`]).
 const MODEL_TABLE: &str = "arbor_trained_model";
 
-/// The column of a finishing job's records, between the scan and the grouping.
-const RECORDS: &str = "__arbor_records";
-
 /// A query planner that trains forests and gradient boosting level by level over the
 /// partitions of its input (see the module's documentation), then plans
 /// the statement with the planner it wraps.
 #[derive(Debug)]
 pub struct LevelTraining {
     inner: Arc<dyn QueryPlanner + Send + Sync>,
-    step: Arc<AggregateUDF>,
-    records: Arc<ScalarUDF>,
-    finish: Arc<AggregateUDF>,
+    functions: LevelFunctions,
 }
 
 impl LevelTraining {
     /// A planner that trains level by level, then plans with `inner`.
     pub fn new(inner: Arc<dyn QueryPlanner + Send + Sync>) -> LevelTraining {
-        LevelTraining {
-            inner,
-            step: Arc::new(AggregateUDF::new_from_impl(TrainStep::new())),
-            records: Arc::new(ScalarUDF::new_from_impl(SmallNodeRecords::new())),
-            finish: Arc::new(AggregateUDF::new_from_impl(FinishNodes::new())),
-        }
+        LevelTraining { inner, functions: LevelFunctions::new() }
     }
 
     /// `plan` with every aggregate that trains level by level replaced by its model.
@@ -143,46 +123,28 @@ impl LevelTraining {
         session: &dyn Session,
     ) -> Result<Option<LogicalPlan>> {
         let progress = session.config().get_extension::<LevelProgress>();
-        // Every job of the training reads the input's partitions alike (their files name its shards).
-        let context = job_context(session, whole_files(&aggregate.input, session).await);
-        let mut jobs = 1;
-        let report = |state: &LevelState, jobs: usize| {
+        let report = |standing: &LevelStanding, jobs: usize| {
             if let Some(progress) = &progress {
-                let standing = state.standing();
                 let (rounds_done, n_rounds, unit) = (standing.done, standing.total, standing.unit);
                 progress.report(&LevelStep { jobs, rounds_done, n_rounds, unit, open_nodes: standing.open_nodes });
             }
         };
-        let mut state = match self.step(aggregate, &call, Vec::new(), session, &context).await? {
-            StepOutcome::Grow(state) => state,
-            StepOutcome::OneNode(_) => return Ok(None),
-            StepOutcome::Sums(_) => return exec_err!("{NAME}: the summary job returned sums"),
+        let mut jobs = SessionJobs {
+            planner: self.inner.as_ref(),
+            functions: &self.functions,
+            input: &aggregate.input,
+            args: &call.args,
+            options: &call.options,
+            session,
+            // Every job of the training reads the input's partitions alike (their files name its shards).
+            context: job_context(session, whole_files(&aggregate.input, session).await),
         };
-        // The training's name for the shards its level jobs keep ([`crate::resident_shards`]).
-        state.set_training_id(training_id());
-        let shards = state.shard_key();
-        report(&state, jobs);
-        while !state.is_done() {
-            if state.finishing().is_empty() {
-                // The level grows here, where the previous level's histograms are kept.
-                match self.step(aggregate, &call, state.to_bytes(), session, &context).await? {
-                    StepOutcome::Sums(sums) => state.grow(&call.params, sums).exec(NAME)?,
-                    StepOutcome::Grow(_) => return exec_err!("{NAME}: a level job returned a state, not sums"),
-                    StepOutcome::OneNode(reason) => return exec_err!("{NAME}: level-wise training stopped: {reason}"),
-                }
-            } else {
-                // Near-equal rows in each task of the job's grouping, the largest nodes first.
-                let tasks = session.config().target_partitions();
-                state.route_finishing(tasks, |keys| grouped_tasks(keys, tasks))?;
-                let grown = self.finish(aggregate, &call, state.finishing_bytes(), session, &context).await?;
-                state.graft_nodes(&call.params, grown).exec(NAME)?;
-            }
-            jobs += 1;
-            report(&state, jobs);
-        }
-        // Executors drop the training's shards once idle; one in this process (standalone) goes now.
-        crate::shard_store::shard_store().release(shards);
-        let model = state.into_model(&call.params).exec(NAME)?;
+        let model = match distributed::train(&mut jobs, &call.params, training_id(), report).await {
+            Ok(Outcome::Model(model)) => *model,
+            Ok(Outcome::OneNode(_)) => return Ok(None),
+            Err(DriverError::Training(e)) => return Err(e).exec(NAME),
+            Err(DriverError::Backend(e)) => return Err(e),
+        };
         let field = aggregate.schema.field(0);
         let DataType::Struct(fields) = field.data_type() else {
             return exec_err!("{NAME}: the aggregate was planned as {}, not a model column", field.data_type());
@@ -200,92 +162,6 @@ impl LevelTraining {
         let column = Expr::Column(Column::new(Some(MODEL_TABLE), field.name())).alias(field.name());
         let projection = Projection::try_new_with_schema(vec![column], Arc::new(scan), aggregate.schema.clone())?;
         Ok(Some(LogicalPlan::Projection(projection)))
-    }
-
-    /// Runs one job that finishes the small nodes a forest's `state` names
-    /// next ([`LevelState::finishing`]): each node's key and its grown
-    /// subtree's bytes.
-    async fn finish(
-        &self,
-        aggregate: &Aggregate,
-        call: &LevelCall,
-        state: Vec<u8>,
-        session: &dyn Session,
-        context: &Arc<TaskContext>,
-    ) -> Result<Vec<(NodeKey, Vec<u8>)>> {
-        let (_, columns) = call.args.split_last().expect("a level call has options");
-        let options = || ScalarValue::Utf8(Some(call.options.clone()));
-        let args = std::iter::once(named_state(Expr::Literal(ScalarValue::Binary(Some(state.clone())), None)))
-            .chain(columns.iter().cloned())
-            .chain(std::iter::once(Expr::Literal(options(), None)));
-        let records = Expr::ScalarFunction(ScalarFunction::new_udf(self.records.clone(), args.collect()));
-        let finish = Expr::AggregateFunction(AggregateFunction::new_udf(
-            self.finish.clone(),
-            vec![named_state(keyed(ScalarValue::Binary(Some(state)))), col("key"), col("record"), keyed(options())],
-            false,
-            None,
-            vec![],
-            None,
-        ));
-        let plan = LogicalPlanBuilder::from(aggregate.input.as_ref().clone())
-            .project([records.alias(RECORDS)])?
-            .unnest_column(RECORDS)?
-            .project([get_field(col(RECORDS), "key").alias("key"), get_field(col(RECORDS), "record").alias("record")])?
-            .aggregate([col("key")], [finish])?
-            .build()?;
-        let exec = self.inner.create_physical_plan(&plan, session).await?;
-        let mut grown = Vec::new();
-        for batch in collect(exec, context.clone()).await? {
-            let (Some(keys), Some(subtrees)) =
-                (batch.column(0).as_primitive_opt::<UInt64Type>(), batch.column(1).as_binary_opt::<i32>())
-            else {
-                return exec_err!("{NAME}: a finishing job returned {:?}", batch.schema());
-            };
-            for (key, subtree) in keys.iter().zip(subtrees.iter()) {
-                let (Some(key), Some(subtree)) = (key, subtree) else {
-                    return exec_err!("{NAME}: a finishing job returned a null node");
-                };
-                grown.push((NodeKey::from_bits(key), subtree.to_vec()));
-            }
-        }
-        Ok(grown)
-    }
-
-    /// Runs one step over the aggregate's input: `state` empty for the summary.
-    async fn step(
-        &self,
-        aggregate: &Aggregate,
-        call: &LevelCall,
-        state: Vec<u8>,
-        session: &dyn Session,
-        context: &Arc<TaskContext>,
-    ) -> Result<StepOutcome> {
-        let (options, columns) = call.args.split_last().expect("a level call has options");
-        let options = match options {
-            Expr::Literal(value, _) => keyed(value.clone()),
-            other => other.clone(),
-        };
-        let args = std::iter::once(named_state(keyed(ScalarValue::Binary(Some(state)))))
-            .chain(columns.iter().cloned())
-            .chain(std::iter::once(options));
-        let step = Expr::AggregateFunction(AggregateFunction::new_udf(
-            self.step.clone(),
-            args.collect(),
-            false,
-            None,
-            vec![],
-            None,
-        ));
-        let plan = LogicalPlan::Aggregate(Aggregate::try_new(aggregate.input.clone(), vec![], vec![step])?);
-        let exec = self.inner.create_physical_plan(&plan, session).await?;
-        let batches = collect(exec, context.clone()).await?;
-        let Some(bytes) = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
-            let column = b.column(0).as_binary_opt::<i32>()?;
-            column.is_valid(0).then(|| column.value(0).to_vec())
-        }) else {
-            return exec_err!("{NAME}: a training step returned no result");
-        };
-        StepOutcome::from_bytes(&bytes).exec(NAME)
     }
 }
 
@@ -361,22 +237,6 @@ fn training_id() -> u64 {
     hasher.update(&std::process::id().to_le_bytes());
     hasher.update(&(&time as *const u128 as usize).to_le_bytes());
     hasher.digest()
-}
-
-/// An aggregate's constant argument: a batch makes its arguments arrays of
-/// its length, so constants go as dictionaries (one value, a key per row).
-fn keyed(value: ScalarValue) -> Expr {
-    Expr::Literal(ScalarValue::Dictionary(Box::new(DataType::Int32), Box::new(value)), None)
-}
-
-/// The training state's literal under a short name. DataFusion names an
-/// expression by its arguments' text, so unnamed, a state of a few hundred
-/// kilobytes was formatted byte by byte wherever the aggregate was named
-/// (its schema, the plan a cluster's scheduler logs for every job: 9 MB of
-/// log for 10 rounds of boosting). Physical planning drops the name: the
-/// functions still read a literal.
-fn named_state(literal: Expr) -> Expr {
-    literal.alias("arbor_state")
 }
 
 /// A `train_forest` call that trains level by level: its arguments and options.

@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, NodeRecords, Task};
+use arbor_ensemble::{ArborError, CheckedParams, LevelShard, LevelState, Message, NodeRecords, Task};
 use arrow::array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::config::ConfigOptions;
@@ -55,7 +55,7 @@ use crate::finish_nodes::FINISH_NODES;
 use crate::shard_store::{shard_store, ShardKey};
 use crate::small_node_records::{SmallNodeRecords, SMALL_NODE_RECORDS};
 use crate::train_arguments::{constant, training_data, PerRowArgs, TrainArguments};
-use crate::train_step::{level_partial, TRAIN_STEP};
+use crate::train_step::TRAIN_STEP;
 
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
@@ -378,7 +378,7 @@ impl LevelStepExec {
                         Some(sums)
                     }
                 };
-                Arc::new(BinaryArray::from(vec![sums.as_ref().map(level_partial).as_deref()]))
+                Arc::new(BinaryArray::from(vec![sums.map(|s| Message::Sums(s).to_bytes()).as_deref()]))
             }
             StepOutput::Records | StepOutput::NodeStates => {
                 let records = match shard {

@@ -199,7 +199,7 @@ impl ShardStore {
 mod tests {
     use std::sync::Arc;
 
-    use arbor_ensemble::{LevelShard, LevelStart, LevelState, LevelSummary, NamedColumn, TrainParams, TrainingData};
+    use arbor_ensemble::{LevelShard, LevelSummary, Message, NamedColumn, TrainParams, TrainingData};
     use arrow::array::{ArrayRef, Float64Array};
 
     use super::*;
@@ -218,7 +218,7 @@ mod tests {
         )
         .unwrap();
         let params = TrainParams::parse_options("n_trees=2").unwrap().check().unwrap();
-        let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
+        let Message::Grow(state) = Message::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("a forest grows level by level")
         };
         Arc::new(state.shard(&data).unwrap())

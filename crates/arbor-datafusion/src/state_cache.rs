@@ -34,7 +34,7 @@ impl StateCache {
 mod tests {
     use std::sync::Arc;
 
-    use arbor_ensemble::{LevelStart, LevelState, LevelSummary, NamedColumn, TrainParams, TrainingData};
+    use arbor_ensemble::{LevelSummary, Message, NamedColumn, TrainParams, TrainingData};
     use arrow::array::{ArrayRef, Float64Array};
 
     use super::*;
@@ -53,7 +53,7 @@ mod tests {
         )
         .unwrap();
         let params = TrainParams::parse_options(options).unwrap().check().unwrap();
-        let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
+        let Message::Grow(state) = Message::start(&params, LevelSummary::of(&data)).unwrap() else {
             panic!("a forest grows level by level")
         };
         state.to_bytes()

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use arbor_ensemble::{ArborError, CheckedParams, LevelStart, LevelState, LevelSummary, LevelSums};
+use arbor_ensemble::{ArborError, CheckedParams, LevelState, LevelSummary, Message};
 use arrow::array::{ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, ScalarValue};
@@ -31,45 +31,6 @@ pub const TRAIN_STEP: &str = "arbor_train_step";
 
 /// The name errors give: what the user called.
 const NAME: &str = "train_forest";
-
-/// What a step hands back to the driver.
-#[derive(Debug)]
-pub enum StepOutcome {
-    /// Training goes on (or is done) from this state.
-    Grow(Box<LevelState>),
-    /// The rows or options need training on one node, for this reason.
-    OneNode(String),
-    /// A level's sums over every piece, merged: the driver grows the level
-    /// (it keeps what the next level derives from them).
-    Sums(LevelSums),
-}
-
-impl StepOutcome {
-    /// The outcome as the step's result bytes: a tag, then the state or the reason.
-    fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            StepOutcome::Grow(state) => [vec![0], state.to_bytes()].concat(),
-            StepOutcome::OneNode(reason) => [vec![1], reason.as_bytes().to_vec()].concat(),
-            StepOutcome::Sums(sums) => [vec![2], sums.to_bytes()].concat(),
-        }
-    }
-
-    /// An outcome read back from a step's result; corrupt bytes are an error.
-    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<StepOutcome, ArborError> {
-        match bytes.split_first() {
-            Some((0, state)) => Ok(StepOutcome::Grow(Box::new(LevelState::from_bytes(state)?))),
-            Some((1, reason)) => Ok(StepOutcome::OneNode(String::from_utf8_lossy(reason).into_owned())),
-            Some((2, sums)) => Ok(StepOutcome::Sums(LevelSums::from_bytes(sums)?)),
-            _ => Err(ArborError::Data("a training step's result is corrupt".into())),
-        }
-    }
-}
-
-/// A level's sums as a partial aggregate's state: what a piece of the
-/// rows passes on, from the aggregate or from a kept shard alike.
-pub(crate) fn level_partial(sums: &LevelSums) -> Vec<u8> {
-    [vec![1], sums.to_bytes()].concat()
-}
 
 /// The `arbor_train_step` aggregate.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -134,38 +95,6 @@ impl AggregateUDFImpl for TrainStep {
     }
 }
 
-/// What the pieces of one step sum to.
-#[derive(Debug)]
-enum Partial {
-    Summary(LevelSummary),
-    Level(LevelSums),
-}
-
-impl Partial {
-    fn to_bytes(&self) -> Vec<u8> {
-        match self {
-            Partial::Summary(s) => [vec![0], s.to_bytes()].concat(),
-            Partial::Level(h) => level_partial(h),
-        }
-    }
-
-    fn from_bytes(bytes: &[u8]) -> std::result::Result<Partial, ArborError> {
-        match bytes.split_first() {
-            Some((0, s)) => Ok(Partial::Summary(LevelSummary::from_bytes(s)?)),
-            Some((1, h)) => Ok(Partial::Level(LevelSums::from_bytes(h)?)),
-            _ => Err(ArborError::Data("a training step's partial state is corrupt".into())),
-        }
-    }
-
-    fn merge(&mut self, other: Partial) -> std::result::Result<(), ArborError> {
-        match (self, other) {
-            (Partial::Summary(a), Partial::Summary(b)) => a.merge(b),
-            (Partial::Level(a), Partial::Level(b)) => a.merge(b),
-            _ => Err(ArborError::Data("partial states of two different training steps".into())),
-        }
-    }
-}
-
 /// One piece's rows until they are summarized or summed, then what they summed to.
 #[derive(Debug)]
 struct TrainStepAccumulator {
@@ -179,7 +108,8 @@ struct TrainStepAccumulator {
     /// The state's size as bytes: near what its trees and open nodes hold.
     state_size: usize,
     arrays: Vec<ColumnChunks>,
-    partial: Option<Partial>,
+    /// What the rows absorbed so far summarize or sum to.
+    partial: Option<Message>,
 }
 
 impl TrainStepAccumulator {
@@ -202,19 +132,19 @@ impl TrainStepAccumulator {
             Ok(data) => data,
             // A piece whose labels are all null adds only their count.
             Err(ArborError::NothingToTrain(_)) if self.state.is_none() => {
-                return self.add(Partial::Summary(LevelSummary::null_labels(held as u64)))
+                return self.add(Message::Summary(LevelSummary::null_labels(held as u64)))
             }
             Err(ArborError::NothingToTrain(_)) => return Ok(()),
             Err(e) => return Err(e).exec(NAME),
         };
         let piece = match &self.state {
-            None => Partial::Summary(LevelSummary::of(&data)),
-            Some(state) => Partial::Level(state.sums(&data).exec(NAME)?),
+            None => Message::Summary(LevelSummary::of(&data)),
+            Some(state) => Message::Sums(state.sums(&data).exec(NAME)?),
         };
         self.add(piece)
     }
 
-    fn add(&mut self, piece: Partial) -> Result<()> {
+    fn add(&mut self, piece: Message) -> Result<()> {
         match self.partial.as_mut() {
             Some(partial) => partial.merge(piece).exec(NAME),
             None => {
@@ -235,31 +165,18 @@ impl Accumulator for TrainStepAccumulator {
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
         self.absorb_rows()?;
-        let outcome = match (self.state.take(), self.partial.take()) {
-            (None, partial) => {
-                let summary = match partial {
-                    Some(Partial::Summary(summary)) => summary,
-                    _ => LevelSummary::default(),
-                };
-                match LevelState::start(&self.params, summary) {
-                    Ok(LevelStart::Grow(state)) => StepOutcome::Grow(state),
-                    Ok(LevelStart::OneNode(reason)) => StepOutcome::OneNode(reason),
-                    Err(ArborError::NothingToTrain(reason)) => StepOutcome::OneNode(reason),
-                    Err(e) => return Err(e).exec(NAME),
-                }
-            }
-            (Some(_), Some(Partial::Level(sums))) => StepOutcome::Sums(sums),
-            (Some(_), _) => return exec_err!("{NAME}: a level of training saw no rows"),
+        let merged = match (&self.state, self.partial.take()) {
+            // No rows anywhere: the summary says so, and training reports it.
+            (None, None) => Message::Summary(LevelSummary::default()),
+            (Some(_), None) => return exec_err!("{NAME}: a level of training saw no rows"),
+            (_, Some(merged)) => merged,
         };
+        let outcome = merged.conclude(&self.params).exec(NAME)?;
         Ok(ScalarValue::Binary(Some(outcome.to_bytes())))
     }
 
     fn size(&self) -> usize {
-        let partial = match &self.partial {
-            Some(Partial::Summary(summary)) => summary.heap_size(),
-            Some(Partial::Level(sums)) => sums.heap_size(),
-            None => 0,
-        };
+        let partial = self.partial.as_ref().map_or(0, Message::heap_size);
         std::mem::size_of_val(self)
             + self.arrays.iter().map(ColumnChunks::size).sum::<usize>()
             + self.state_size
@@ -275,7 +192,7 @@ impl Accumulator for TrainStepAccumulator {
         let Some(state) = states.first() else { return Ok(()) };
         let binary = state.as_binary::<i32>();
         for bytes in binary.iter().flatten() {
-            self.add(Partial::from_bytes(bytes).exec(NAME)?)?;
+            self.add(Message::from_bytes(bytes).exec(NAME)?)?;
         }
         Ok(())
     }

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arbor_datafusion::{LevelProgress, LevelStep, LevelTraining};
-use arbor_ensemble::Model;
+use arbor_ensemble::distributed::{InMemory, Outcome};
+use arbor_ensemble::{Model, TrainParams, Trainer};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Float64Type;
 use async_trait::async_trait;
@@ -223,6 +224,28 @@ async fn forests_train_level_by_level_as_accurately_as_on_one_node() {
     let single_rmse = floats(&single, &scored(DIAMONDS, rmse)).await[0];
     eprintln!("diamonds forest RMSE: level-wise {level_rmse:.5}, single node {single_rmse:.5}");
     assert!(level_rmse <= 1.01 * single_rmse, "{level_rmse} against {single_rmse}");
+}
+
+/// arbor's one driver trains the same bytes over either backend: the
+/// session's jobs (each a query over the table's partitions) and the
+/// in-memory backend (pieces of the same rows, cut elsewhere, in this
+/// process), for both algorithms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_memory_backend_trains_the_sessions_model() {
+    let (four, _) = level_session(4);
+    register(&four, "diamonds_reg", 50_000).await;
+    let batches = query(&four, &format!("SELECT label, {DIAMONDS} FROM raw")).await;
+    let table = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let features: Vec<String> = DIAMONDS.split(", ").map(|f| f.trim_matches('"').to_string()).collect();
+    for options in ["n_trees=5 seed=4", "algorithm=gradient-boosting n_rounds=5 max_depth=5"] {
+        let on_four = model(&four, &format!("SELECT train_forest(label, {DIAMONDS}, '{options}') FROM train")).await;
+        let trainer = Trainer::new(TrainParams::parse_options(options).unwrap()).label("label").features(&features);
+        let cuts = [(30_000, table.num_rows() - 30_000), (0, 11_111), (11_111, 18_889)];
+        let pieces = cuts.iter().map(|&(at, len)| trainer.training_data(vec![table.slice(at, len)]).unwrap());
+        let mut jobs = InMemory::new(pieces.collect(), trainer.params().check().unwrap()).with_tasks(3);
+        let Outcome::Model(in_memory) = jobs.train().unwrap() else { panic!("{options}: trains level by level") };
+        assert_eq!(in_memory.to_bytes(), on_four.to_bytes(), "{options}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

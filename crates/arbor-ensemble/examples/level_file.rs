@@ -1,6 +1,7 @@
 //! Trains level by level on one Parquet file cut into pieces, in one
 //! process, as a cluster's executors would (a shard per piece, kept for
-//! every job), timing each kind of job: for profiling the level jobs'
+//! every job: the in-memory backend under arbor's one driver), timing each
+//! kind of job and the driver's growing between them: for profiling the level jobs'
 //! per-row work without Ballista, Parquet reading or a network around it:
 //! `cargo run --profile profiling -p arbor-ensemble --example level_file -- FILE "OPTIONS" [PIECES [MODEL]]`
 //! (FILE may be a directory of Parquet files)
@@ -9,12 +10,65 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use arbor_ensemble::{LevelStart, LevelState, LevelSummary, LevelSums, NodeKey, TrainParams, Trainer};
+use arbor_ensemble::distributed::{train, Backend, InMemory, Outcome};
+use arbor_ensemble::{ArborError, Message, NodeKey, TrainParams, Trainer};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The in-memory backend, timing each kind of job.
+struct Timed {
+    jobs: InMemory,
+    times: BTreeMap<&'static str, (Duration, usize)>,
+}
+
+impl Timed {
+    fn timed<T>(&mut self, what: &'static str, since: Instant, result: T) -> T {
+        let entry = self.times.entry(what).or_default();
+        entry.0 += since.elapsed();
+        entry.1 += 1;
+        result
+    }
+}
+
+impl Backend for Timed {
+    type Error = ArborError;
+
+    async fn summary(&mut self) -> Result<Message, ArborError> {
+        let at = Instant::now();
+        let summary = self.jobs.summary().await;
+        self.timed("summary", at, summary)
+    }
+
+    async fn level(&mut self, state: Vec<u8>) -> Result<Message, ArborError> {
+        let at = Instant::now();
+        let sums = self.jobs.level(state).await;
+        self.timed("level job", at, sums)
+    }
+
+    async fn finish(&mut self, state: Vec<u8>) -> Result<Vec<(NodeKey, Vec<u8>)>, ArborError> {
+        let at = Instant::now();
+        let grown = self.jobs.finish(state).await;
+        self.timed("finishing job", at, grown)
+    }
+
+    fn tasks(&self) -> usize {
+        self.jobs.tasks()
+    }
+
+    fn task_of(&self, keys: &[u64], tasks: usize) -> Result<Vec<usize>, ArborError> {
+        self.jobs.task_of(keys, tasks)
+    }
+
+    fn release(&mut self, shards: u64) {
+        self.jobs.release(shards)
+    }
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -45,68 +99,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect::<Result<Vec<_>, _>>()?;
 
-    let mut times: BTreeMap<&str, (Duration, usize)> = BTreeMap::new();
-    let mut timed = |what: &'static str, since: Instant| {
-        let entry = times.entry(what).or_default();
-        entry.0 += since.elapsed();
-        entry.1 += 1;
-    };
+    let mut timed = Timed { jobs: InMemory::new(pieces, params.clone()), times: BTreeMap::new() };
     let start = Instant::now();
-    let mut summary = LevelSummary::default();
-    for piece in &pieces {
-        summary.merge(LevelSummary::of(piece))?;
-    }
-    let LevelStart::Grow(mut state) = LevelState::start(&params, summary)? else {
-        return Err("these options train on one node".into());
+    // The first level job builds the pieces' shards, which the later jobs read.
+    let outcome = {
+        let future = pin!(train(&mut timed, &params, 0, |_, _| {}));
+        let Poll::Ready(outcome) = future.poll(&mut Context::from_waker(Waker::noop())) else {
+            return Err("an in-memory job waited".into());
+        };
+        outcome
     };
-    timed("summary", start);
-    let at = Instant::now();
-    let shards = pieces.iter().map(|piece| state.shard(piece)).collect::<Result<Vec<_>, _>>()?;
-    drop(pieces);
-    timed("shards built", at);
-    while !state.is_done() {
-        if state.finishing().is_empty() {
-            let at = Instant::now();
-            let mut sums: Option<LevelSums> = None;
-            for shard in &shards {
-                let part = state.shard_sums(shard)?;
-                match sums.as_mut() {
-                    Some(sums) => sums.merge(part)?,
-                    None => sums = Some(part),
-                }
-            }
-            timed("level: sums", at);
-            let at = Instant::now();
-            state.grow(&params, sums.ok_or("no pieces")?)?;
-            timed("level: grow", at);
-        } else {
-            let at = Instant::now();
-            let mut by_node: BTreeMap<NodeKey, Vec<Vec<u8>>> = BTreeMap::new();
-            for shard in &shards {
-                for (key, records) in state.shard_records(shard)?.nodes {
-                    by_node.entry(key).or_default().push(records);
-                }
-            }
-            timed("finish: records", at);
-            let at = Instant::now();
-            let LevelState::Forest(forest) = state.as_ref() else { return Err("only forests finish".into()) };
-            let job = forest.job_view();
-            let grown = by_node
-                .into_iter()
-                .map(|(key, records)| {
-                    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
-                    Ok((key, job.grow_node(&params, key, &records)?))
-                })
-                .collect::<Result<Vec<_>, arbor_ensemble::ArborError>>()?;
-            timed("finish: grow", at);
-            state.graft_nodes(&params, grown)?;
-        }
-    }
-    let model = state.into_model(&params)?;
-    println!("{} trees in {:.3} s", model.trees().len(), start.elapsed().as_secs_f64());
-    for (what, (time, n)) in times {
+    let Outcome::Model(model) = outcome? else { return Err("these options train on one node".into()) };
+    let total = start.elapsed();
+    println!("{} trees in {:.3} s", model.trees().len(), total.as_secs_f64());
+    let mut jobs = Duration::ZERO;
+    for (what, (time, n)) in &timed.times {
         println!("  {what:<18} {:>8.3} s  ({n})", time.as_secs_f64());
+        jobs += *time;
     }
+    println!("  {:<18} {:>8.3} s", "driver", total.saturating_sub(jobs).as_secs_f64());
     if let Some(path) = save {
         std::fs::write(path, model.to_bytes())?;
     }

@@ -74,12 +74,11 @@ pub use params::types::{
 };
 pub use predict::Predictions;
 pub use train::cross_validation::Fold;
-pub use train::level_boosting::{LevelBoosting, LevelHistograms};
-pub use train::level_forest::{LevelForest, LevelForestSums};
-pub use train::level_shard::LevelShard;
-pub use train::level_state::{LevelStanding, LevelStart, LevelState, LevelSums};
-pub use train::node_key::NodeKey;
-pub use train::node_records::NodeRecords;
+pub use train::distributed;
+pub use train::distributed::{
+    LevelBoosting, LevelForest, LevelForestSums, LevelHistograms, LevelShard, LevelStanding, LevelState, LevelSums,
+    Message, NodeKey, NodeRecords,
+};
 pub use train::out_of_bag::{OobObservation, OutOfBag};
 pub use train::progress::{Progress, TRAIN_LOSS_EVERY};
 pub use train::Trained;

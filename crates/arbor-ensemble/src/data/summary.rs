@@ -457,7 +457,7 @@ pub(crate) fn global_labels(label: &LabelInfo, data: &TrainingData) -> Result<Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::level_test_rows::{table, trainer};
+    use crate::train::distributed::test_rows::{table, trainer};
 
     /// Gathering only the rows of the smallest hashes gives the samples
     /// gathering every row gives: for a feature without missing values,

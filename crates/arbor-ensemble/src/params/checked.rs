@@ -30,7 +30,7 @@ impl CheckedParams {
     /// The parameters for data of `task`: the same, with the task's rules
     /// (`criterion`, `voting`) checked if `check` could not (no `task` set),
     /// and the task set. Training calls it once, where the data's task
-    /// becomes known ([`Trainer`](crate::Trainer)'s `fit`, [`LevelState::start`](crate::LevelState::start)).
+    /// becomes known ([`Trainer`](crate::Trainer)'s `fit`, [`Message::start`](crate::Message::start)).
     pub fn for_task(&self, task: Task) -> Result<CheckedParams> {
         if self.params.task != Some(task) {
             self.params.check_task(task)?;

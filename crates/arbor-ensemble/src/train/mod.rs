@@ -4,24 +4,18 @@
 //! evaluation ([`out_of_bag`]), boosting's quantized gradients
 //! ([`quantized_gradients`]), the values rows walk finished trees on
 //! ([`walk_values`]), the feature importances both compute
-//! ([`importance`]) and the progress they report ([`progress`]).
+//! ([`importance`]) and the progress they report ([`progress`]); and
+//! both trained level by level over many machines' rows ([`distributed`]).
 
 pub(crate) mod boosting;
 pub(crate) mod continued;
 pub(crate) mod cross_validation;
+pub mod distributed;
 pub(crate) mod exact_histograms;
 pub(crate) mod forest;
 pub(crate) mod grower;
 pub(crate) mod importance;
-pub(crate) mod level_boosting;
-pub(crate) mod level_forest;
-pub(crate) mod level_shard;
-pub(crate) mod level_state;
-#[cfg(test)]
-pub(crate) mod level_test_rows;
 pub(crate) mod loss;
-pub(crate) mod node_key;
-pub(crate) mod node_records;
 pub(crate) mod node_rows;
 pub(crate) mod out_of_bag;
 pub(crate) mod progress;

@@ -47,6 +47,9 @@ use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::Model;
+use crate::train::distributed::node_key::NodeKey;
+use crate::train::distributed::node_records::{NodeRecords, RecordLayout, SmallNodeRows, MAX_DRAWS};
+use crate::train::distributed::shard::LevelShard;
 use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
 use crate::train::forest::{forest_criterion, forest_settings};
 use crate::train::grower::{
@@ -54,9 +57,6 @@ use crate::train::grower::{
     TreeWeights,
 };
 use crate::train::importance::mean_decrease_impurity;
-use crate::train::level_shard::LevelShard;
-use crate::train::node_key::NodeKey;
-use crate::train::node_records::{NodeRecords, RecordLayout, SmallNodeRows, MAX_DRAWS};
 use crate::{Algorithm, ArborError, CheckedParams, CriterionKind, ImportanceKind, Result, Task, TrainParams};
 
 /// A node holding at most this share of the training rows (and no fewer
@@ -220,7 +220,7 @@ impl LevelForest {
     }
 
     /// The start of training from every piece's merged summary (checked
-    /// by [`crate::LevelState::start`]: rows, options and classes): bins and
+    /// by [`crate::Message::start`]: rows, options and classes): bins and
     /// every tree's root open; or why the forest must train otherwise.
     pub(crate) fn begin(
         params: &CheckedParams,
@@ -1075,13 +1075,14 @@ mod tests {
     use arrow::array::{Int64Array, RecordBatch};
 
     use super::*;
-    use crate::train::level_state::{LevelStart, LevelState, LevelSums};
-    use crate::train::level_test_rows::{self, rmse, trainer};
+    use crate::train::distributed::protocol::Message;
+    use crate::train::distributed::state::{LevelState, LevelSums};
+    use crate::train::distributed::test_rows::{self, rmse, trainer};
 
     /// Rows `offset..offset + n` with a categorical feature of nine
     /// categories and a response with hashed noise.
     fn table(n: usize, offset: usize) -> RecordBatch {
-        level_test_rows::table(offset..offset + n, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0)
+        test_rows::table(offset..offset + n, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0)
     }
 
     /// Trains level by level on the pieces `cuts` makes of `batch` (row
@@ -1117,7 +1118,7 @@ mod tests {
         for piece in &pieces {
             summary.merge(LevelSummary::from_bytes(&LevelSummary::of(piece).to_bytes()).unwrap()).unwrap();
         }
-        let LevelStart::Grow(mut state) = LevelState::start(&params, summary).unwrap() else { panic!("grows") };
+        let Message::Grow(mut state) = Message::start(&params, summary).unwrap() else { panic!("grows") };
         let (mut levels, mut finishes) = (1, 0);
         while !state.is_done() {
             *state = LevelState::from_bytes(&state.to_bytes()).unwrap();
@@ -1206,7 +1207,7 @@ mod tests {
         // One batch, by hand: the tasks' rows as the routes place them.
         let params = trainer.params().check().unwrap();
         let piece = trainer.training_data(vec![batch.clone()]).unwrap();
-        let LevelStart::Grow(mut state) = LevelState::start(&params, LevelSummary::of(&piece)).unwrap() else {
+        let Message::Grow(mut state) = Message::start(&params, LevelSummary::of(&piece)).unwrap() else {
             panic!("grows")
         };
         while state.finishing().is_empty() {
@@ -1332,17 +1333,15 @@ mod tests {
         let trainer = trainer("n_trees=3", "y");
         let params = trainer.params().check().unwrap();
         let data = trainer.training_data(vec![batch]).unwrap();
-        let LevelStart::Grow(state) = LevelState::start(&params, LevelSummary::of(&data)).unwrap() else {
-            panic!("grows")
-        };
+        let Message::Grow(state) = Message::start(&params, LevelSummary::of(&data)).unwrap() else { panic!("grows") };
         let bytes = state.sums(&data).unwrap().to_bytes();
         for cut in [0, 1, 9, bytes.len() / 2, bytes.len() - 1] {
             assert!(LevelSums::from_bytes(&bytes[..cut]).is_err(), "{cut} bytes");
         }
         // Sums of another shape (a forest over other features) are refused, not read.
-        let other = level_test_rows::trainer("n_trees=3", "y").features(["x", "z"]);
+        let other = test_rows::trainer("n_trees=3", "y").features(["x", "z"]);
         let other_data = other.training_data(vec![table(2_000, 0)]).unwrap();
-        let LevelStart::Grow(other_state) = LevelState::start(&params, LevelSummary::of(&other_data)).unwrap() else {
+        let Message::Grow(other_state) = Message::start(&params, LevelSummary::of(&other_data)).unwrap() else {
             panic!("grows")
         };
         let mut grown = state.clone();

@@ -7,7 +7,7 @@ use std::cmp::Ordering::Equal;
 use arbor_quantize::BinColumn;
 
 use crate::model::feature::Feature;
-use crate::train::node_key::NodeKey;
+use crate::train::distributed::node_key::NodeKey;
 use crate::{ArborError, Result, Task};
 
 /// The largest bootstrap multiplicity drawn (Poisson(1) passes it once in

@@ -7,25 +7,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::dataset::TrainingData;
-use crate::data::label::Classes;
-use crate::data::summary::LevelSummary;
 use crate::model::Model;
-use crate::train::level_boosting::{LevelBoosting, LevelHistograms};
-use crate::train::level_forest::{LevelForest, LevelForestSums};
-use crate::train::level_shard::LevelShard;
-use crate::train::node_key::NodeKey;
-use crate::train::node_records::NodeRecords;
-use crate::{Algorithm, ArborError, CheckedParams, Result, Task, TrainParams};
-
-/// How training goes on after the summary: level by level, or on one
-/// node because the rows or options need what levels cannot give.
-#[derive(Debug)]
-pub enum LevelStart {
-    /// Grow level by level.
-    Grow(Box<LevelState>),
-    /// Train on one node (or as sub-forests) instead, for this reason.
-    OneNode(String),
-}
+use crate::train::distributed::boosting::{LevelBoosting, LevelHistograms};
+use crate::train::distributed::forest::{LevelForest, LevelForestSums};
+use crate::train::distributed::node_key::NodeKey;
+use crate::train::distributed::node_records::NodeRecords;
+use crate::train::distributed::shard::LevelShard;
+use crate::{Algorithm, ArborError, CheckedParams, Result, TrainParams};
 
 /// Training in progress between two level jobs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -65,31 +53,6 @@ impl LevelState {
             Algorithm::GradientBoosting => LevelBoosting::unsupported(params),
             Algorithm::RandomForest => LevelForest::unsupported(params),
         }
-    }
-
-    /// The start of training from every piece's merged summary, with
-    /// parameters checked for the summary's task ([`CheckedParams::for_task`]).
-    pub fn start(params: &CheckedParams, mut summary: LevelSummary) -> Result<LevelStart> {
-        if let Some(reason) = Self::unsupported(params) {
-            return Ok(LevelStart::OneNode(reason));
-        }
-        let (Some(task), Some(label)) = (summary.task, summary.label.take()) else {
-            return Err(ArborError::NothingToTrain("training data is empty (0 rows)".into()));
-        };
-        let params = &params.for_task(task)?;
-        if task == Task::Classification && label.classes.as_ref().map_or(0, Classes::len) < 2 {
-            return Ok(LevelStart::OneNode("the label holds a single class".into()));
-        }
-        let begun = match params.algorithm.0 {
-            Algorithm::GradientBoosting => {
-                LevelBoosting::begin(params, task, label, summary)?.map(LevelState::Boosting)
-            }
-            Algorithm::RandomForest => LevelForest::begin(params, task, label, summary)?.map(LevelState::Forest),
-        };
-        Ok(match begun {
-            Ok(state) => LevelStart::Grow(Box::new(state)),
-            Err(reason) => LevelStart::OneNode(reason),
-        })
     }
 
     /// True once every tree is grown: [`LevelState::into_model`] then gives the model.

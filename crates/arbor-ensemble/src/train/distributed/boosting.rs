@@ -5,7 +5,7 @@
 //! by a decision taken once on the merged result:
 //! 1. [`LevelSummary::of`] each piece (label classes and sums, categories,
 //!    a sample of numeric values chosen by row hash), merged, then
-//!    [`LevelBoosting::begin`] (called by [`crate::LevelState::start`]):
+//!    [`LevelBoosting::begin`] (called by [`crate::Message::start`]):
 //!    the bins, the loss and the base score;
 //! 2. per tree level, [`LevelBoosting::histograms`] of each piece (its rows
 //!    scored by the trees so far, binned, and summed by open node), merged,
@@ -32,10 +32,10 @@ use crate::model::node_cover::NodeCover;
 use crate::model::tree::{Node, SplitTest, Tree};
 use crate::model::{Boosting, Model};
 use crate::train::boosting::grow_settings;
+use crate::train::distributed::shard::{fingerprint, Derivatives, LevelShard, ShardLabels};
 use crate::train::exact_histograms::{exact_sums_fit, fits_in_64_bits, float, ExactHistograms, Lane};
 use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
 use crate::train::importance::gain_shares;
-use crate::train::level_shard::{fingerprint, Derivatives, LevelShard, ShardLabels};
 use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{
     Algorithm, ArborError, CheckedParams, ImportanceKind, Loss, MaxFeatures, Result, Task, TrainParams, Voting,
@@ -157,7 +157,7 @@ impl LevelBoosting {
     }
 
     /// The start of training from every piece's merged summary (checked
-    /// by [`crate::LevelState::start`]: rows, options and classes): bins,
+    /// by [`crate::Message::start`]: rows, options and classes): bins,
     /// loss and base score, and the first round's roots open; or why
     /// boosting must train otherwise.
     pub(crate) fn begin(
@@ -607,53 +607,41 @@ mod tests {
     use arrow::array::{Float64Array, Int64Array, RecordBatch};
 
     use super::*;
-    use crate::train::level_state::{LevelStart, LevelState};
-    use crate::train::level_test_rows::{self, rmse, trainer};
+    use crate::train::distributed::driver::Outcome;
+    use crate::train::distributed::in_memory::InMemory;
+    use crate::train::distributed::protocol::Message;
+    use crate::train::distributed::state::LevelState;
+    use crate::train::distributed::test_rows::{self, rmse, trainer};
 
     /// Rows with a categorical feature of twelve categories and a response
     /// whose noise repeats every seven rows.
     fn table(n: usize) -> RecordBatch {
-        level_test_rows::table(0..n, 12, |i| (i % 7) as f64 / 3.0)
+        test_rows::table(0..n, 12, |i| (i % 7) as f64 / 3.0)
     }
 
     /// Boosting's start from `summary`, or why it trains on one node.
     fn begin(params: &CheckedParams, summary: LevelSummary) -> std::result::Result<LevelBoosting, String> {
-        match LevelState::start(params, summary).unwrap() {
-            LevelStart::Grow(state) => match *state {
+        match Message::start(params, summary).unwrap() {
+            Message::Grow(state) => match *state {
                 LevelState::Boosting(boosting) => Ok(boosting),
                 LevelState::Forest(_) => panic!("a forest"),
             },
-            LevelStart::OneNode(reason) => Err(reason),
+            Message::OneNode(reason) => Err(reason),
+            other => panic!("started with a {}", other.kind()),
         }
     }
 
     /// Trains level by level on the pieces `cuts` makes of `batch` (row
-    /// ranges), merging the pieces' results in the order given.
+    /// ranges), merging the pieces' results in the order given, through
+    /// the driver and the in-memory backend.
     fn train_in_pieces(options: &str, label: &str, batch: &RecordBatch, cuts: &[(usize, usize)]) -> Model {
         let trainer = trainer(options, label);
-        let params = trainer.params().check().unwrap();
         let pieces: Vec<TrainingData> =
             cuts.iter().map(|&(at, len)| trainer.training_data(vec![batch.slice(at, len)]).unwrap()).collect();
-        let mut summary = LevelSummary::default();
-        for piece in &pieces {
-            let bytes = LevelSummary::of(piece).to_bytes();
-            summary.merge(LevelSummary::from_bytes(&bytes).unwrap()).unwrap();
+        match InMemory::new(pieces, trainer.params().check().unwrap()).train().unwrap() {
+            Outcome::Model(model) => *model,
+            Outcome::OneNode(reason) => panic!("trains on one node: {reason}"),
         }
-        let Ok(mut state) = begin(&params, summary) else { panic!("grows") };
-        while !state.is_done() {
-            // The pieces get the state as bytes; the driver keeps its own, with the level's histograms.
-            let shipped = LevelBoosting::from_bytes(&state.to_bytes()).unwrap();
-            let mut sums: Option<LevelHistograms> = None;
-            for piece in &pieces {
-                let part = LevelHistograms::from_bytes(&shipped.histograms(piece).unwrap().to_bytes()).unwrap();
-                match sums.as_mut() {
-                    Some(sums) => sums.merge(&part).unwrap(),
-                    None => sums = Some(part),
-                }
-            }
-            state.grow(&params, &sums.unwrap()).unwrap();
-        }
-        state.into_model(&params).unwrap()
     }
 
     /// The model depends on the rows alone: one piece, or three of any
@@ -784,7 +772,7 @@ mod tests {
             let other_trees: Vec<Tree> = other.trees().iter().cloned().collect();
             shards[0].with_raw_scores(&state.base_score, &other_trees, |_| ());
             // And another training's first levels leave rows grouped by its nodes, and its derivatives.
-            let deeper = level_test_rows::trainer(&format!("{options} max_depth=5 learning_rate=0.9 lambda=3"), label);
+            let deeper = test_rows::trainer(&format!("{options} max_depth=5 learning_rate=0.9 lambda=3"), label);
             let deeper_params = deeper.params().check().unwrap();
             let Ok(mut other_state) = begin(&deeper_params, summary.clone()) else { panic!("grows") };
             for _ in 0..2 {
@@ -813,7 +801,8 @@ mod tests {
     /// the pieces sum fewer nodes than are open.
     #[test]
     fn siblings_by_subtraction_give_the_bytes_of_every_node_summed() {
-        let batch = crate::train::level_test_rows::table(0..5000, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0);
+        let batch =
+            crate::train::distributed::test_rows::table(0..5000, 9, |i| ((i * 2_654_435_761) % 1000) as f64 / 250.0);
         for (options, label, hash) in [
             ("algorithm=gradient-boosting n_rounds=6", "y", 0x2e60_a561_0b6c_a182_u64),
             ("algorithm=gradient-boosting n_rounds=4", "class", 0xf586_e0ea_3ff3_168c),
