@@ -10,6 +10,8 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
+use rayon::prelude::*;
+
 use crate::data::canonical_order::mix;
 use crate::data::dataset::TrainingData;
 use crate::data::summary::LevelSummary;
@@ -101,15 +103,17 @@ impl Backend for InMemory {
         let LevelState::Forest(forest) = &state else {
             return Err(ArborError::Data("only a forest finishes small nodes from their rows".into()));
         };
-        // Each node's records from every piece, grouped by node as a GROUP BY groups them.
+        // Each node's records from every piece, grouped by node as a GROUP BY
+        // groups them; the pieces and then the nodes on rayon's threads, as
+        // a cluster's tasks would run them side by side.
+        let shards = self.shards(&state)?;
+        let per_piece = shards.par_iter().map(|shard| state.shard_records(shard)).collect::<Result<Vec<_>>>()?;
         let mut by_node = BTreeMap::<NodeKey, Vec<Vec<u8>>>::new();
-        for shard in self.shards(&state)? {
-            for (key, records) in state.shard_records(shard)?.nodes {
-                by_node.entry(key).or_default().push(records);
-            }
+        for (key, records) in per_piece.into_iter().flat_map(|records| records.nodes) {
+            by_node.entry(key).or_default().push(records);
         }
         by_node
-            .into_iter()
+            .into_par_iter()
             .map(|(key, records)| {
                 let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
                 Ok((key, forest.grow_node(&self.params, key, &records)?))
