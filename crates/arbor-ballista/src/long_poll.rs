@@ -58,7 +58,7 @@ impl WorkSignal {
         Arc::new(move |_| sender.send_modify(|count| *count = count.wrapping_add(1)))
     }
 
-    /// A receiver that sees the signals sent after it is marked unchanged.
+    /// A receiver that sees the signals sent from now on.
     fn subscribe(&self) -> watch::Receiver<u64> {
         self.0.subscribe()
     }
@@ -73,13 +73,12 @@ type Answer<T> = std::result::Result<Response<T>, Status>;
 pub struct LongPoll {
     inner: SchedulerServer<LogicalPlanNode, PhysicalPlanNode>,
     work: WorkSignal,
-    hold: Duration,
 }
 
 impl LongPoll {
     /// Wraps `inner`, whose `on_work_available` must advance `work`.
-    pub fn new(inner: SchedulerServer<LogicalPlanNode, PhysicalPlanNode>, work: WorkSignal, hold: Duration) -> Self {
-        Self { inner, work, hold }
+    pub fn new(inner: SchedulerServer<LogicalPlanNode, PhysicalPlanNode>, work: WorkSignal) -> Self {
+        Self { inner, work }
     }
 }
 
@@ -102,15 +101,15 @@ impl SchedulerGrpc for LongPoll {
             metadata.host.get_or_insert_with(|| remote.ip().to_string());
         }
         let again = idle(&params).then(|| PollWorkParams { task_status: vec![], ..params.clone() });
+        // Subscribed before the first poll: a signal sent while it runs is not missed.
         let mut work = self.work.subscribe();
-        work.mark_unchanged();
         let mut result = SchedulerGrpc::poll_work(&self.inner, Request::new(params)).await?.into_inner();
         let Some(again) = again else { return Ok(Response::new(result)) };
-        let deadline = tokio::time::Instant::now() + self.hold;
+        let deadline = tokio::time::Instant::now() + HOLD;
         while result.tasks.is_empty() {
-            match tokio::time::timeout_at(deadline, work.changed()).await {
-                Ok(Ok(())) => work.mark_unchanged(),
-                Ok(Err(_)) | Err(_) => break,
+            // `changed` marks the signal seen as it returns.
+            if !matches!(tokio::time::timeout_at(deadline, work.changed()).await, Ok(Ok(()))) {
+                break;
             }
             // The first answer may have drained jobs to clean: keep them
             // whatever this one says.
@@ -195,7 +194,7 @@ pub async fn serve(
     let most_out = config.grpc_server_max_encoding_message_size as usize;
     let mut routes = RoutesBuilder::default();
     routes.add_service(
-        SchedulerGrpcServer::new(LongPoll::new(scheduler, work, HOLD))
+        SchedulerGrpcServer::new(LongPoll::new(scheduler, work))
             .max_encoding_message_size(most_out)
             .max_decoding_message_size(most_in),
     );
