@@ -134,3 +134,89 @@ fn unexpected(job: &str, message: &Message) -> ArborError {
         other => ArborError::Data(format!("a {job} job answered with a {}", other.kind())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+    use crate::data::summary::LevelSummary;
+    use crate::train::distributed::in_memory::InMemory;
+    use crate::train::distributed::test_rows::{table, trainer};
+
+    /// The in-memory backend, failing or answering wrongly at its second level job.
+    struct Faulty {
+        jobs: InMemory,
+        levels: usize,
+        wrong_answer: bool,
+        released: Vec<u64>,
+    }
+
+    impl Backend for Faulty {
+        type Error = String;
+
+        async fn summary(&mut self) -> Result<Message, String> {
+            self.jobs.summary().await.map_err(|e| e.to_string())
+        }
+
+        async fn level(&mut self, state: Vec<u8>) -> Result<Message, String> {
+            self.levels += 1;
+            match (self.levels, self.wrong_answer) {
+                (2, false) => Err("the executor was lost".into()),
+                (2, true) => Ok(Message::Summary(LevelSummary::default())),
+                _ => self.jobs.level(state).await.map_err(|e| e.to_string()),
+            }
+        }
+
+        async fn finish(&mut self, state: Vec<u8>) -> Result<Vec<(NodeKey, Vec<u8>)>, String> {
+            self.jobs.finish(state).await.map_err(|e| e.to_string())
+        }
+
+        fn tasks(&self) -> usize {
+            self.jobs.tasks()
+        }
+
+        fn task_of(&self, keys: &[u64], tasks: usize) -> Result<Vec<usize>, String> {
+            self.jobs.task_of(keys, tasks).map_err(|e| e.to_string())
+        }
+
+        fn release(&mut self, shards: u64) {
+            self.released.push(shards);
+            self.jobs.release(shards);
+        }
+    }
+
+    /// A failed job ends the training with the backend's error, and a job
+    /// that answers with the wrong message with an error naming the job;
+    /// either way the training's shards are let go, once.
+    #[test]
+    fn a_failed_training_lets_its_shards_go_and_says_why() {
+        let trainer = trainer("algorithm=gradient-boosting n_rounds=3 max_depth=3", "y");
+        let params = trainer.params().check().unwrap();
+        let batch = table(0..2000, 5, |_| 0.0);
+        for wrong_answer in [false, true] {
+            let pieces = vec![trainer.training_data(vec![batch.slice(0, 900)]).unwrap()];
+            let mut faulty =
+                Faulty { jobs: InMemory::new(pieces, params.clone()), levels: 0, wrong_answer, released: vec![] };
+            let mut reports = 0;
+            let outcome = {
+                let future = pin!(train(&mut faulty, &params, 7, |_, _| reports += 1));
+                let Poll::Ready(outcome) = future.poll(&mut Context::from_waker(Waker::noop())) else {
+                    panic!("an in-memory job waited")
+                };
+                outcome
+            };
+            match (outcome, wrong_answer) {
+                (Err(DriverError::Backend(e)), false) => assert_eq!(e, "the executor was lost"),
+                (Err(DriverError::Training(e)), true) => {
+                    assert!(e.to_string().contains("a level job answered with a summary"), "{e}")
+                }
+                (other, _) => panic!("wrong_answer={wrong_answer}: {other:?}"),
+            }
+            assert_eq!(reports, 2, "the summary and the first level were reported");
+            assert_eq!(faulty.released.len(), 1, "the shards are let go once");
+        }
+    }
+}
