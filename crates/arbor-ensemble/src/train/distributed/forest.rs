@@ -324,7 +324,11 @@ impl LevelForest {
             p *= lambda / k as f64;
             cdf[k] = cdf[k - 1] + p;
         }
-        BootstrapDraws { seed: self.seed, bootstrap: self.bootstrap, sample_fraction: self.sample_fraction, cdf }
+        // Each tree's stream, mixed once here rather than for every row the jobs draw.
+        let streams = (0..self.trees.len() as u64)
+            .map(|tree| mix(self.seed ^ mix(tree.wrapping_add(0x9e37_79b9_7f4a_7c15))))
+            .collect();
+        BootstrapDraws { streams, bootstrap: self.bootstrap, sample_fraction: self.sample_fraction, cdf }
     }
 
     /// The first `count` features node `node` of tree `tree` draws, in the
@@ -797,7 +801,8 @@ fn node_rng(seed: u64, tree: usize, node: u32) -> ChaCha8Rng {
 
 /// Draws of rows into trees' bootstraps, from the rows' content hashes.
 struct BootstrapDraws {
-    seed: u64,
+    /// Per tree, the stream its draws mix each row's hash with (from the seed and the tree).
+    streams: Vec<u64>,
     bootstrap: bool,
     sample_fraction: f64,
     /// Poisson(sample_fraction)'s distribution function at 0..=MAX_DRAWS.
@@ -810,8 +815,7 @@ impl BootstrapDraws {
     /// `bootstrap=false`, once with probability `sample_fraction`).
     #[inline]
     fn draws(&self, hash: u64, tree: usize) -> u32 {
-        let stream = mix(self.seed ^ mix((tree as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)));
-        let u = (mix(hash ^ stream) >> 11) as f64 * f64::powi(2.0, -53);
+        let u = (mix(hash ^ self.streams[tree]) >> 11) as f64 * f64::powi(2.0, -53);
         if !self.bootstrap {
             return u32::from(u < self.sample_fraction);
         }
