@@ -62,21 +62,20 @@ pub(crate) struct SessionJobs<'a> {
 }
 
 impl SessionJobs<'_> {
-    /// The call's columns and its options, the options as an aggregate's constant.
-    fn columns_and_options(&self) -> (&[Expr], Expr) {
-        let (options, columns) = self.args.split_last().expect("a level call has options");
-        let options = match options {
-            Expr::Literal(value, _) => keyed(value.clone()),
-            other => other.clone(),
-        };
-        (columns, options)
+    /// The call's label, feature and per-row columns: its arguments before the options.
+    fn columns(&self) -> &[Expr] {
+        self.args.split_last().map_or(&[], |(_, columns)| columns)
     }
 
     /// Runs one `arbor_train_step` over the input from `state` (empty for the summary).
     async fn step(&self, state: Vec<u8>) -> Result<Message> {
-        let (columns, options) = self.columns_and_options();
+        // The options as the aggregate's constant, a dictionary like the state.
+        let options = match self.args.last() {
+            Some(Expr::Literal(value, _)) => keyed(value.clone()),
+            _ => keyed(ScalarValue::Utf8(Some(self.options.to_string()))),
+        };
         let args = std::iter::once(named_state(keyed(ScalarValue::Binary(Some(state)))))
-            .chain(columns.iter().cloned())
+            .chain(self.columns().iter().cloned())
             .chain(std::iter::once(options));
         let step = Expr::AggregateFunction(AggregateFunction::new_udf(
             self.functions.step.clone(),
@@ -111,10 +110,9 @@ impl Backend for SessionJobs<'_> {
     }
 
     async fn finish(&mut self, state: Vec<u8>) -> Result<Vec<(NodeKey, Vec<u8>)>> {
-        let (columns, _) = self.columns_and_options();
         let options = || ScalarValue::Utf8(Some(self.options.to_string()));
         let args = std::iter::once(named_state(Expr::Literal(ScalarValue::Binary(Some(state.clone())), None)))
-            .chain(columns.iter().cloned())
+            .chain(self.columns().iter().cloned())
             .chain(std::iter::once(Expr::Literal(options(), None)));
         let records = Expr::ScalarFunction(ScalarFunction::new_udf(self.functions.records.clone(), args.collect()));
         let finish = Expr::AggregateFunction(AggregateFunction::new_udf(

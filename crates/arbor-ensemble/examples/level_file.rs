@@ -10,12 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use arbor_ensemble::distributed::{train, Backend, InMemory, Outcome};
+use arbor_ensemble::distributed::{train_now, Backend, InMemory, Outcome};
 use arbor_ensemble::{ArborError, Message, NodeKey, TrainParams, Trainer};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
@@ -102,14 +99,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut timed = Timed { jobs: InMemory::new(pieces, params.clone()), times: BTreeMap::new() };
     let start = Instant::now();
     // The first level job builds the pieces' shards, which the later jobs read.
-    let outcome = {
-        let future = pin!(train(&mut timed, &params, 0, |_, _| {}));
-        let Poll::Ready(outcome) = future.poll(&mut Context::from_waker(Waker::noop())) else {
-            return Err("an in-memory job waited".into());
-        };
-        outcome
+    let Outcome::Model(model) = train_now(&mut timed, &params, 0, |_, _| {})? else {
+        return Err("these options train on one node".into());
     };
-    let Outcome::Model(model) = outcome? else { return Err("these options train on one node".into()) };
     let total = start.elapsed();
     println!("{} trees in {:.3} s", model.trees().len(), total.as_secs_f64());
     let mut jobs = Duration::ZERO;

@@ -5,6 +5,8 @@
 //! batch of small nodes from their rows (the driver grafts the subtrees).
 
 use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
 use crate::model::Model;
 use crate::train::distributed::node_key::NodeKey;
@@ -99,6 +101,22 @@ pub async fn train<B: Backend>(
     Ok(Outcome::Model(Box::new(state.into_model(params)?)))
 }
 
+/// [`train`] over a backend whose jobs answer at once (this process's
+/// memory: [`crate::distributed::InMemory`], or one wrapping it), run here
+/// without an async runtime. A job that waits is an error.
+pub fn train_now<B: Backend>(
+    backend: &mut B,
+    params: &CheckedParams,
+    training_id: u64,
+    on_job: impl FnMut(&LevelStanding, usize) + Send,
+) -> Result<Outcome, DriverError<B::Error>> {
+    let future = pin!(train(backend, params, training_id, on_job));
+    match future.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(outcome) => outcome,
+        Poll::Pending => Err(ArborError::Data("a job of a backend that answers at once waited".into()).into()),
+    }
+}
+
 /// Runs jobs until every tree of `state` is grown.
 async fn grow<B: Backend>(
     backend: &mut B,
@@ -137,10 +155,6 @@ fn unexpected(job: &str, message: &Message) -> ArborError {
 
 #[cfg(test)]
 mod tests {
-    use std::future::Future;
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-
     use super::*;
     use crate::data::summary::LevelSummary;
     use crate::train::distributed::in_memory::InMemory;
@@ -201,13 +215,7 @@ mod tests {
             let mut faulty =
                 Faulty { jobs: InMemory::new(pieces, params.clone()), levels: 0, wrong_answer, released: vec![] };
             let mut reports = 0;
-            let outcome = {
-                let future = pin!(train(&mut faulty, &params, 7, |_, _| reports += 1));
-                let Poll::Ready(outcome) = future.poll(&mut Context::from_waker(Waker::noop())) else {
-                    panic!("an in-memory job waited")
-                };
-                outcome
-            };
+            let outcome = train_now(&mut faulty, &params, 7, |_, _| reports += 1);
             match (outcome, wrong_answer) {
                 (Err(DriverError::Backend(e)), false) => assert_eq!(e, "the executor was lost"),
                 (Err(DriverError::Training(e)), true) => {

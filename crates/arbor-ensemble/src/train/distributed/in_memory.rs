@@ -6,16 +6,13 @@
 //! `level_file` example run on it.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use rayon::prelude::*;
 
 use crate::data::canonical_order::mix;
 use crate::data::dataset::TrainingData;
 use crate::data::summary::LevelSummary;
-use crate::train::distributed::driver::{train, Backend, Outcome};
+use crate::train::distributed::driver::{train_now, Backend, Outcome};
 use crate::train::distributed::node_key::NodeKey;
 use crate::train::distributed::protocol::Message;
 use crate::train::distributed::shard::LevelShard;
@@ -47,16 +44,11 @@ impl InMemory {
         self
     }
 
-    /// Trains level by level over the pieces ([`train`]): the model, or the
-    /// reason the rows or options need training on one node.
+    /// Trains level by level over the pieces ([`train_now`]): the model, or
+    /// the reason the rows or options need training on one node.
     pub fn train(&mut self) -> Result<Outcome> {
         let params = self.params.clone();
-        let future = pin!(train(self, &params, 0, |_, _| {}));
-        match future.poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(outcome) => Ok(outcome?),
-            // Every job here answers at once; no future of this backend waits.
-            Poll::Pending => Err(ArborError::Data("an in-memory training job waited".into())),
-        }
+        Ok(train_now(self, &params, 0, |_, _| {})?)
     }
 
     /// Each piece's shard for `state`, built from its rows unless kept.

@@ -4,7 +4,8 @@
 //! The module map, one owner of the protocol:
 //! - `protocol.rs`: the messages the pieces, the jobs and the driver hand
 //!   each other ([`Message`]), in one encoding;
-//! - `driver.rs`: the one loop that runs a training's jobs ([`train`]),
+//! - `driver.rs`: the one loop that runs a training's jobs ([`train`];
+//!   [`train_now`] for backends that answer at once),
 //!   over a [`Backend`]: a DataFusion session or a Ballista cluster
 //!   (`arbor-datafusion`'s `session_jobs.rs`), or this process's memory
 //!   ([`InMemory`], `in_memory.rs`);
@@ -32,7 +33,7 @@ pub(crate) mod state;
 pub(crate) mod test_rows;
 
 pub use boosting::{LevelBoosting, LevelHistograms};
-pub use driver::{train, Backend, DriverError, Outcome};
+pub use driver::{train, train_now, Backend, DriverError, Outcome};
 pub use forest::{LevelForest, LevelForestSums};
 pub use in_memory::InMemory;
 pub use node_key::NodeKey;
