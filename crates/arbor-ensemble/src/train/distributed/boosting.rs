@@ -17,9 +17,7 @@
 //! first. Bins are fitted on at most [`BIN_SAMPLE_ROWS`] values per
 //! feature; with fewer rows they are the single-node bins.
 
-use arbor_kernels::{
-    best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
-};
+use arbor_kernels::{best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints};
 use arbor_quantize::BinMapper;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -29,12 +27,12 @@ use crate::data::label::{Classes, LabelInfo};
 use crate::data::summary::{fitted_features, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
-use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::tree::{Node, Tree};
 use crate::model::{Boosting, Model};
 use crate::train::boosting::grow_settings;
 use crate::train::distributed::shard::{fingerprint, Derivatives, LevelShard, ShardLabels};
 use crate::train::exact_histograms::{exact_sums_fit, fits_in_64_bits, float, ExactHistograms, Lane};
-use crate::train::grower::{categories_test, leaf_value, offer, GrowSettings};
+use crate::train::grower::{best_of_features, leaf_value, place_split, split_test, GrowSettings};
 use crate::train::importance::gain_shares;
 use crate::train::loss::{softmax, LossTarget, RowWeights};
 use crate::{
@@ -443,14 +441,7 @@ impl LevelBoosting {
                             .flatten()
                     })
                     .collect();
-                let mut unit = None;
-                for (f, candidate) in candidates.into_iter().enumerate() {
-                    if let Some(candidate) = candidate {
-                        offer(&mut best, f, candidate, &mut unit, || {
-                            settings.category_penalty * sums.node_noise(slot, criterion)
-                        });
-                    }
-                }
+                best = best_of_features(candidates, || settings.category_penalty * sums.node_noise(slot, criterion));
                 best = best.filter(|(_, s)| s.merit() >= settings.min_gain);
             }
             let growing = &mut self.growing[open.tree as usize];
@@ -460,18 +451,8 @@ impl LevelBoosting {
                 continue;
             };
             self.gain_per_feature[f] += split.gain.max(0.0);
-            let (test, default_left) = match &split.rule {
-                SplitRule::Threshold { bin, missing_left } => {
-                    (SplitTest::LessOrEqual(mappers[f].threshold(*bin)), *missing_left)
-                }
-                SplitRule::Categories { goes_left } => categories_test(goes_left),
-            };
-            let left = growing.tree.nodes.len();
-            growing.tree.nodes.extend([Node::Leaf { value: 0 }, Node::Leaf { value: 0 }]);
-            growing.cover.extend([0.0, 0.0]);
-            growing.tree.nodes[node] =
-                Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
-            growing.cover[node] = weight as f32;
+            let test = split_test(&split.rule, |bin| mappers[f].threshold(bin));
+            let left = place_split(&mut growing.tree.nodes, &mut growing.cover, node, f, test, weight as f32);
             let mut opened = Vec::new();
             for (child, child_stats) in [(left, &split.left), (left + 1, &split.right)] {
                 let (count, weight) = count_weight(child_stats, criterion);

@@ -30,9 +30,7 @@
 
 use std::borrow::Cow;
 
-use arbor_kernels::{
-    best_split, count_weight, occupied_bins, Criterion, HistogramTarget, SplitCandidate, SplitConstraints, SplitRule,
-};
+use arbor_kernels::{best_split, count_weight, occupied_bins, Criterion, HistogramTarget, SplitConstraints};
 use arbor_quantize::{BinMapper, BinnedMatrix};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -45,15 +43,16 @@ use crate::data::label::{Classes, LabelInfo};
 use crate::data::summary::{fitted_features, LevelSummary};
 use crate::model::feature::Feature;
 use crate::model::node_cover::NodeCover;
-use crate::model::tree::{Node, SplitTest, Tree};
+use crate::model::tree::{Node, Tree};
 use crate::model::Model;
 use crate::train::distributed::node_key::NodeKey;
 use crate::train::distributed::node_records::{NodeRecords, RecordLayout, SmallNodeRows, MAX_DRAWS};
 use crate::train::distributed::shard::LevelShard;
 use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
 use crate::train::forest::{forest_criterion, forest_settings};
+use crate::train::grower::drawn_search::{DrawnSearch, DrawnSplit, Searched};
 use crate::train::grower::{
-    categories_test, draw_feature, gini_index, grow_tree, impure, leaf_value, node_cover, offer, GrowSettings,
+    draw_feature, gini_index, grow_tree, impure, leaf_value, node_cover, place_split, split_test, GrowSettings,
     TreeWeights,
 };
 use crate::train::importance::mean_decrease_impurity;
@@ -823,14 +822,6 @@ impl BootstrapDraws {
     }
 }
 
-/// What a large node's split search over its summed features found.
-enum Search {
-    /// The best split of the features it read, if any.
-    Found(Option<(usize, SplitCandidate)>),
-    /// Fewer than `max_features` of its summed features vary: sum this many next level.
-    NeedsFeatures(u32),
-}
-
 /// Per tree, per node index: the histogram slot of a large open node, `None` for the others.
 type Slots = Vec<Vec<Option<u32>>>;
 
@@ -888,9 +879,9 @@ impl TreeLevel<'_> {
             && impure(stats, &self.shape(), criterion, |_, _, _| variance(), threshold);
         let search = || self.best_split(t, open, &settings, (histograms, slot), stats, variance);
         let best = match splittable.then(search) {
-            Some(Search::Found(best)) => best,
+            Some(DrawnSplit::Found(best)) => best,
             None => None,
-            Some(Search::NeedsFeatures(drawn)) => {
+            Some(DrawnSplit::NeedsFeatures(drawn)) => {
                 // Its drawn features ran out before `max_features` varied: it waits a level for more.
                 tree.open.push(OpenNode { drawn, ..open });
                 return;
@@ -901,19 +892,9 @@ impl TreeLevel<'_> {
             return;
         };
         tree.gains[f] += split.gain.max(0.0);
-        let mapper = &self.features[f].mapper;
-        let (test, default_left) = match &split.rule {
-            SplitRule::Threshold { bin, missing_left } => {
-                (SplitTest::LessOrEqual(mapper.threshold(*bin)), *missing_left)
-            }
-            SplitRule::Categories { goes_left } => categories_test(goes_left),
-        };
-        let left = tree.tree.nodes.len();
-        tree.tree.nodes.extend([Node::Leaf { value: 0 }, Node::Leaf { value: 0 }]);
-        tree.cover.extend([0.0, 0.0]);
-        tree.tree.nodes[node] =
-            Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
-        tree.cover[node] = node_cover(stats, criterion);
+        let test = split_test(&split.rule, |bin| self.features[f].mapper.threshold(bin));
+        let cover = node_cover(stats, criterion);
+        let left = place_split(&mut tree.tree.nodes, &mut tree.cover, node, f, test, cover);
         for (child, child_stats) in [(left, &split.left[..]), (left + 1, &split.right[..])] {
             let (count, weight) = count_weight(child_stats, criterion);
             if settings.may_split(count, weight, open.depth as usize + 1) {
@@ -934,7 +915,7 @@ impl TreeLevel<'_> {
     }
 
     /// The best of `m` features drawn from the node's stream (constant ones
-    /// do not count), as the single-node grower searches a node.
+    /// do not count), by the single-node grower's search over drawn features.
     fn best_split(
         &self,
         t: usize,
@@ -943,14 +924,17 @@ impl TreeLevel<'_> {
         (histograms, slot): (&ExactHistograms, usize),
         stats: &[f64],
         variance: impl Fn() -> f64,
-    ) -> Search {
-        let node = open.node;
+    ) -> DrawnSplit {
         let criterion = settings.criterion;
         let stride = stats.len();
-        let n_features = self.features.len();
         let mappers = self.features.iter().map(|f| &f.mapper);
-        let chargeable = settings.charges_categories(mappers);
-        let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
+        let search = DrawnSearch {
+            settings,
+            m: self.m,
+            drawn: 0,
+            available: open.drawn as usize,
+            chargeable: settings.charges_categories(mappers),
+        };
         let (_, weight) = count_weight(stats, criterion);
         let noise = || {
             let per_degree = match criterion {
@@ -960,32 +944,18 @@ impl TreeLevel<'_> {
             };
             settings.category_penalty * per_degree
         };
-        let mut rng = self.node_rng(t, node);
-        let mut perm: Vec<usize> = (0..n_features).collect();
-        let (mut best, mut unit, mut visited) = (None, None, 0);
-        for i in 0..n_features {
-            if visited >= self.m {
-                break;
-            }
-            if i >= open.drawn as usize {
-                return Search::NeedsFeatures((i + self.m - visited) as u32);
-            }
-            draw_feature(&mut perm, i, &mut rng);
-            let f = perm[i];
+        // The merged sums of a drawn feature (only drawn ones were summed).
+        let summed = |_: usize, f: usize, c: &SplitConstraints, _: f64, _: &mut ChaCha8Rng| {
             let hist = histograms.feature(slot, f, stride);
             if occupied_bins(&hist, stride, criterion) < 2 {
-                continue; // constant here: does not count towards features_per_node
+                return Searched::Constant;
             }
-            let mapper: &BinMapper = &self.features[f].mapper;
-            let charged =
-                chargeable && mapper.is_categorical() && mapper.n_bins() > arbor_kernels::UNCHARGED_DEGREES + 2;
-            let constraints = if charged { &per_degree } else { &settings.constraints };
-            visited += 1;
-            if let Some(candidate) = best_split(&hist, stride, criterion, constraints, mapper.is_categorical()) {
-                offer(&mut best, f, candidate, &mut unit, noise);
-            }
-        }
-        Search::Found(best)
+            Searched::Tried(best_split(&hist, stride, criterion, c, self.features[f].mapper.is_categorical()))
+        };
+        let mut perm: Vec<usize> = (0..self.features.len()).collect();
+        let mapper = |f: usize| &self.features[f].mapper;
+        let unconstrained = None::<fn(usize, &SplitConstraints) -> Option<SplitConstraints>>;
+        search.run(&mut perm, &mut self.node_rng(t, open.node), mapper, unconstrained, summed, noise)
     }
 
     /// Makes node `node` a leaf of `stats`' value.

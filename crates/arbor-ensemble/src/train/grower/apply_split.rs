@@ -23,19 +23,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
         let (matrix, criterion) = (self.data.matrix, self.data.settings.criterion);
         let n_left = self.partition(p.start..p.end, f, &split.rule);
         let mid = p.start + n_left;
-        let (test, default_left) = match &split.rule {
-            SplitRule::Threshold { bin, missing_left } => {
-                (SplitTest::LessOrEqual(self.threshold(f, *bin, p.start..mid, mid..p.end)), *missing_left)
-            }
-            SplitRule::Categories { goes_left } => categories_test(goes_left),
-        };
-        let left = self.tree.nodes.len();
-        self.tree.nodes.push(Node::Leaf { value: 0 });
-        self.tree.nodes.push(Node::Leaf { value: 0 });
-        self.tree.nodes[p.node] =
-            Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
-        self.tree.cover.extend([0.0, 0.0]);
-        self.tree.cover[p.node] = node_cover(&p.stats, criterion);
+        let test = split_test(&split.rule, |bin| self.threshold(f, bin, p.start..mid, mid..p.end));
+        let cover = node_cover(&p.stats, criterion);
+        let left = place_split(&mut self.tree.nodes, &mut self.tree.cover, p.node, f, test, cover);
         self.tree.gains.push((f, split.gain.max(0.0)));
         let depth = p.depth + 1;
         let (left_limits, right_limits) = match p.limits {
@@ -219,9 +209,39 @@ fn clamp_leaf(value: &mut [f64], stats: &[f64], criterion: Criterion, scale: f64
     }
 }
 
+/// The test of a split by `rule` and where it sends missing values;
+/// `threshold` gives a numeric split's raw threshold after its bin. Every
+/// grower (single-node, level-wise) turns its splits into tests here.
+pub(crate) fn split_test(rule: &SplitRule, threshold: impl FnOnce(u16) -> f64) -> (SplitTest, bool) {
+    match rule {
+        SplitRule::Threshold { bin, missing_left } => (SplitTest::LessOrEqual(threshold(*bin)), *missing_left),
+        SplitRule::Categories { goes_left } => categories_test(goes_left),
+    }
+}
+
+/// Makes leaf `node` of a tree's `nodes` a split on feature `f` by `test`,
+/// its children two new leaves after every node (their cover 0 until they
+/// are placed), and `node_cover` its cover; returns the left child's index,
+/// the right one's next. Every grower places its splits here.
+pub(crate) fn place_split(
+    nodes: &mut Vec<Node>,
+    cover: &mut Vec<f32>,
+    node: usize,
+    f: usize,
+    (test, default_left): (SplitTest, bool),
+    node_cover: f32,
+) -> usize {
+    let left = nodes.len();
+    nodes.extend([Node::Leaf { value: 0 }, Node::Leaf { value: 0 }]);
+    nodes[node] = Node::Split { feature: f as u32, test, default_left, left: left as u32, right: left as u32 + 1 };
+    cover.extend([0.0, 0.0]);
+    cover[node] = node_cover;
+    left
+}
+
 /// The test of a categorical split that sends bins `b` with `goes_left[b]`
 /// left, and where missing values go (bin 0's flag).
-pub(crate) fn categories_test(goes_left: &[bool]) -> (SplitTest, bool) {
+fn categories_test(goes_left: &[bool]) -> (SplitTest, bool) {
     let mut words = vec![0u64; goes_left.len().div_ceil(64)];
     for (b, _) in goes_left.iter().enumerate().skip(1).filter(|(_, &l)| l) {
         words[b / 64] |= 1 << (b % 64);

@@ -29,12 +29,13 @@ use interactions::{FeatureSet, Interactions};
 
 mod absolute_error;
 mod apply_split;
+pub(crate) mod drawn_search;
 pub(crate) mod interactions;
 mod search;
 mod strategy;
 
-pub(crate) use apply_split::categories_test;
-pub(crate) use search::offer;
+pub(crate) use apply_split::{place_split, split_test};
+pub(crate) use search::{best_of_features, offer};
 
 /// Nodes with fewer rows than this build their histograms on one thread.
 const PARALLEL_ROWS: usize = 8192;

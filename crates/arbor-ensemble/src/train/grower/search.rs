@@ -5,12 +5,13 @@
 use arbor_kernels::{
     best_split, best_split_above, build_histogram, build_histogram_packed, build_value_histogram_records, child_size,
     count_weight, occupied_bins, random_split, records_constant, Criterion, HistogramTarget, NodeRows, RandomSplit,
-    RowRecords, SplitCandidate, SplitConstraints, MAX_RECORD_WIDTH, UNCHARGED_DEGREES,
+    RowRecords, SplitCandidate, SplitConstraints, MAX_RECORD_WIDTH,
 };
 
 use rand::Rng;
 use rayon::prelude::*;
 
+use super::drawn_search::{DrawnSearch, DrawnSplit, Searched};
 use super::{
     draw_feature, gini_index, impure, node_rows, node_variance_until, Evaluated, Grower, Inputs, Pending,
     FUSED_MIN_RECORDS,
@@ -98,16 +99,9 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
                     .flatten()
             })
             .collect();
-        // The highest merit wins; on a tie, the lowest feature index.
-        let mut best: Option<(usize, SplitCandidate)> = None;
-        let mut noise_charge = None;
-        for (f, candidate) in candidates.into_iter().enumerate() {
-            if let Some(candidate) = candidate {
-                offer(&mut best, f, candidate, &mut noise_charge, || {
-                    charged_constraints(&self.data, &self.records, self.rows, p).category_charge
-                });
-            }
-        }
+        let best = best_of_features(candidates, || {
+            charged_constraints(&self.data, &self.records, self.rows, p).category_charge
+        });
         (best, h)
     }
 
@@ -116,143 +110,111 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
     pub(super) fn best_of_random_features(&mut self, p: &Pending) -> Option<(usize, SplitCandidate)> {
         let (matrix, stride, settings) = (self.data.matrix, self.data.stride, self.data.settings);
         let criterion = settings.criterion;
-        let n_features = matrix.n_features();
         let fused = self.sum_drawn_features(p);
         let node_rows = node_rows(self.rows, &self.records, p);
-        // The charge of many-category subsets needs the node's noise (a pass
-        // over the rows, for MSE). Such a feature is searched charged one per
-        // degree; the noise is found only when its gain could beat the best
-        // merit so far (the charge only lowers it), then scales the charge.
-        let per_degree = SplitConstraints { category_charge: 1.0, ..settings.constraints };
-        let mut noise_charge = None;
-        let mut best: Option<(usize, SplitCandidate)> = None;
-        let mut visited = 0;
         let pair_split = self.records.is_some() && self.data.keys.is_some() && p.end - p.start == 2;
-        for i in 0..n_features {
-            if visited >= settings.features_per_node {
-                break;
+        let Some(rng) = self.rng.as_deref_mut() else {
+            unreachable!("subtrees grown apart scan every feature: they never draw one");
+        };
+        let drawn = DrawnSearch {
+            settings,
+            m: settings.features_per_node,
+            drawn: fused,
+            available: matrix.n_features(),
+            chargeable: self.data.chargeable,
+        };
+        let mut perm = std::mem::take(&mut self.buffers.perm);
+        let (buffers, records, data, rows) = (&mut self.buffers, &self.records, &self.data, &*self.rows);
+        // The charge of many-category subsets needs the node's noise (a
+        // pass over the rows, for MSE), found only when it could matter.
+        let noise = || charged_constraints(data, records, rows, p).category_charge;
+        let constrain = p.limits.as_ref().map(|limits| {
+            move |f, c: &SplitConstraints| {
+                let allowed = settings.interactions.allows(&limits.path, f);
+                allowed.then(|| settings.on_feature(c, f, limits.bounds))
             }
-            let Some(rng) = self.rng.as_deref_mut() else {
-                unreachable!("subtrees grown apart scan every feature: they never draw one");
-            };
-            if i >= fused {
-                draw_feature(&mut self.buffers.perm, i, rng);
-            }
-            let f = self.buffers.perm[i];
-            if p.limits.as_ref().is_some_and(|limits| !settings.interactions.allows(&limits.path, f)) {
-                continue; // not allowed on this path: does not count towards features_per_node
-            }
+        });
+        let search = |i: usize, f: usize, c: &SplitConstraints, floor: f64, rng: &mut R| {
             let mapper = matrix.mapper(f);
-            let n_bins = mapper.n_bins();
-            let categorical = mapper.is_categorical();
-            let charged = categorical && self.data.chargeable && n_bins > UNCHARGED_DEGREES + 2;
-            let c = if charged { &per_degree } else { &settings.constraints };
-            let on_f;
-            let c = match &p.limits {
-                Some(limits) => {
-                    on_f = settings.on_feature(c, f, limits.bounds);
-                    &on_f
-                }
-                None => c,
-            };
-            // Only a gain above the best merit so far can win (a charge only lowers it).
-            let floor = best.as_ref().map_or(f64::NEG_INFINITY, |(_, b)| b.merit());
+            let (n_bins, categorical) = (mapper.n_bins(), mapper.is_categorical());
             let candidate = if settings.random_splitter {
-                let node = NodeRows {
-                    rows: node_rows,
-                    weights: self.data.weights,
-                    counts: self.data.counts,
-                    target: self.data.target,
-                };
+                let node =
+                    NodeRows { rows: node_rows, weights: data.weights, counts: data.counts, target: data.target };
                 match random_split(matrix.column(f), mapper, node, criterion, c, &mut || rng.random::<f64>()) {
-                    RandomSplit::Constant => continue, // does not count towards features_per_node
+                    RandomSplit::Constant => return Searched::Constant,
                     RandomSplit::Tried(candidate) => candidate,
                 }
-            } else if self.records.as_ref().is_some_and(|records| {
+            } else if records.as_ref().is_some_and(|records| {
                 i >= fused && records_constant(records.records(p.start..p.end), records.width(), f)
             }) {
-                continue; // constant here, found without a histogram: does not count either
-            } else if pair_split && best.is_some() {
+                return Searched::Constant; // found without a histogram
+            } else if pair_split && floor > f64::NEG_INFINITY {
                 // Two records of whole class counts: every feature that tells
                 // them apart sends one each way, for the same gain to the
                 // bit; the first such split stands, the others count as tried.
-                visited += 1;
-                continue;
-            } else if self.data.keys.is_some() || p.end - p.start < COMPACT_ROWS_PER_BIN * n_bins {
+                return Searched::Tried(None);
+            } else if data.keys.is_some() || p.end - p.start < COMPACT_ROWS_PER_BIN * n_bins {
                 // Scan only the bins the rows occupy: integer class counts
                 // find them cheaply at any size; other statistics when the
                 // rows are few for the bins (see COMPACT_ROWS_PER_BIN).
-                match (&self.records, self.data.keys, self.data.packed) {
+                match (records, data.keys, data.packed) {
                     (Some(records), None, _) => {
                         let node = records.records(p.start..p.end);
-                        self.buffers.compact.build_values_records(node, records.width(), f)
+                        buffers.compact.build_values_records(node, records.width(), f)
                     }
                     (Some(_), Some((_, n_classes)), _) if i < fused => {
-                        self.buffers.compact.take_counts(self.buffers.record_sums.feature(i), n_classes)
+                        buffers.compact.take_counts(buffers.record_sums.feature(i), n_classes)
                     }
                     (Some(records), Some((_, n_classes)), _) => {
                         let node = records.records(p.start..p.end);
-                        self.buffers.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
+                        buffers.compact.build_counts_records(node, records.width(), f, n_classes, n_bins)
                     }
                     (None, Some((keys, n_classes)), _) => {
-                        self.buffers.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
+                        buffers.compact.build_counts(matrix.column(f), node_rows, keys, n_classes, n_bins)
                     }
-                    (_, None, Some(stats)) => {
-                        self.buffers.compact.build_packed(matrix.column(f), node_rows, stats, stride)
+                    (_, None, Some(stats)) => buffers.compact.build_packed(matrix.column(f), node_rows, stats, stride),
+                    (_, None, None) => {
+                        buffers.compact.build(matrix.column(f), node_rows, data.weights, data.counts, data.target)
                     }
-                    (_, None, None) => self.buffers.compact.build(
-                        matrix.column(f),
-                        node_rows,
-                        self.data.weights,
-                        self.data.counts,
-                        self.data.target,
-                    ),
                 }
-                if occupied_bins(self.buffers.compact.hist(), stride, criterion) < 2 {
-                    continue; // constant here: does not count towards features_per_node
+                let hist = buffers.compact.hist();
+                if occupied_bins(hist, stride, criterion) < 2 {
+                    return Searched::Constant;
                 }
-                let hist = self.buffers.compact.hist();
                 best_split_above(hist, stride, criterion, c, categorical, floor).map(|mut s| {
                     let unseen_left = child_size(&s.left, criterion) >= child_size(&s.right, criterion);
-                    s.rule = s.rule.expand(self.buffers.compact.bins(), n_bins, unseen_left);
+                    s.rule = s.rule.expand(buffers.compact.bins(), n_bins, unseen_left);
                     s
                 })
             } else {
-                let h = &mut self.buffers.hist[..n_bins * stride];
-                match (&self.records, self.data.packed) {
-                    (Some(_), _) if i < fused => self.buffers.value_sums.write(i, h),
+                let h = &mut buffers.hist[..n_bins * stride];
+                match (records, data.packed) {
+                    (Some(_), _) if i < fused => buffers.value_sums.write(i, h),
                     (Some(records), _) => {
                         let node = records.records(p.start..p.end);
-                        build_value_histogram_records(node, records.width(), f, &mut self.buffers.wide, h)
+                        build_value_histogram_records(node, records.width(), f, &mut buffers.wide, h)
                     }
                     (None, Some(stats)) => {
-                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut self.buffers.wide, h, stride)
+                        build_histogram_packed(matrix.column(f), node_rows, stats, &mut buffers.wide, h, stride)
                     }
                     (None, None) => {
                         h.fill(0.0);
-                        build_histogram(
-                            matrix.column(f),
-                            node_rows,
-                            self.data.weights,
-                            self.data.counts,
-                            self.data.target,
-                            h,
-                        );
+                        build_histogram(matrix.column(f), node_rows, data.weights, data.counts, data.target, h);
                     }
                 }
                 if occupied_bins(h, stride, criterion) < 2 {
-                    continue; // constant here: does not count towards features_per_node
+                    return Searched::Constant;
                 }
                 best_split_above(h, stride, criterion, c, categorical, floor)
             };
-            visited += 1;
-            if let Some(candidate) = candidate {
-                offer(&mut best, f, candidate, &mut noise_charge, || {
-                    charged_constraints(&self.data, &self.records, self.rows, p).category_charge
-                });
-            }
+            Searched::Tried(candidate)
+        };
+        let found = drawn.run(&mut perm, rng, |f| matrix.mapper(f), constrain, search, noise);
+        self.buffers.perm = perm;
+        match found {
+            DrawnSplit::Found(best) => best,
+            DrawnSplit::NeedsFeatures(_) => unreachable!("the single-node grower can search every feature"),
         }
-        best
     }
 
     /// For a large node on row records, draws the first `m` features (those
@@ -298,6 +260,23 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
 /// and 4 were slower on flights_reg (`docs/performance.md`, "Round three
 /// (issue 57): forests' small nodes (project 3)").
 const COMPACT_ROWS_PER_BIN: usize = 2;
+
+/// The best of every feature's split (`candidates[f]` for feature `f`):
+/// the highest merit, on a tie the lowest feature index, each offered as
+/// [`offer`] takes it (`noise` asked at most once). Every grower that
+/// searches all features of a node picks its split here.
+pub(crate) fn best_of_features(
+    candidates: Vec<Option<SplitCandidate>>,
+    mut noise: impl FnMut() -> f64,
+) -> Option<(usize, SplitCandidate)> {
+    let (mut best, mut unit) = (None, None);
+    for (f, candidate) in candidates.into_iter().enumerate() {
+        if let Some(candidate) = candidate {
+            offer(&mut best, f, candidate, &mut unit, &mut noise);
+        }
+    }
+    best
+}
 
 /// Offers feature `f`'s best split to `best`, where the highest merit wins
 /// and, on a tie, the feature offered first. A split searched charged one
