@@ -627,16 +627,20 @@ impl LevelForest {
         let room = |key: NodeKey| self.open_small(key).map_or(0.0, |open| open.rows * share * record * 1.1);
         let mut records: Vec<Vec<u8>> = keys.iter().map(|&key| Vec::with_capacity(room(key) as usize)).collect();
         let mut bins = vec![0u16; self.features.len()];
+        // The row's record, written once for every node it reaches: only its multiplicity differs.
+        let mut record = Vec::with_capacity(layout.size(true));
         for r in 0..shard.n_rows() {
-            let mut binned = false;
+            let mut written = false;
             for (t, count, node) in self.reaches(&draws, shard, r, |t| !finishes[t].is_empty()) {
                 let Some(slot) = finishes[t][node] else { continue };
-                if !binned {
+                if !written {
                     shard.row_bins(r, &mut bins);
-                    binned = true;
+                    record.clear();
+                    layout.write(&mut record, count, shard.hashes[r], shard.label(r), shard.weight(r), &bins);
+                    written = true;
                 }
-                let out = &mut records[slot as usize];
-                layout.write(out, count, shard.hashes[r], shard.label(r), shard.weight(r), &bins);
+                RecordLayout::set_count(&mut record, count);
+                records[slot as usize].extend_from_slice(&record);
             }
         }
         let nodes = keys.into_iter().zip(records).filter(|(_, records)| !records.is_empty()).collect();

@@ -55,8 +55,12 @@ impl RecordLayout {
     /// Bytes of a record, with or without a weight.
     pub(crate) fn size(&self, weighed: bool) -> usize {
         let label = if self.classes { 4 } else { 8 };
-        let bins = if self.wide_bins { 2 } else { 1 } * self.n_features;
-        1 + 8 + label + if weighed { 8 } else { 0 } + bins
+        1 + 8 + label + if weighed { 8 } else { 0 } + self.bins_size()
+    }
+
+    /// Bytes of a record's bins.
+    fn bins_size(&self) -> usize {
+        (if self.wide_bins { 2 } else { 1 }) * self.n_features
     }
 
     /// Appends one row's record to `out`.
@@ -76,6 +80,12 @@ impl RecordLayout {
             true => bins.iter().for_each(|b| out.extend(b.to_le_bytes())),
             false => out.extend(bins.iter().map(|&b| b as u8)),
         }
+    }
+
+    /// Sets a written record's bootstrap multiplicity (its other bytes stay).
+    pub(crate) fn set_count(record: &mut [u8], count: u32) {
+        debug_assert!((1..=MAX_DRAWS).contains(&count));
+        record[0] = count as u8 | record[0] & WEIGHED;
     }
 
     /// Hands `each` the records `pieces` hold one after another, as its
@@ -162,9 +172,11 @@ impl SmallNodeRows {
 
     /// The rows of the records `pieces` hold (laid out as `layout` says),
     /// for features of `n_bins` bins. The records are decoded as they lie
-    /// (one pass, in order), then each column is gathered in the order of
-    /// the rows' hashes: a column is two bytes a row, so its gather stays
-    /// in cache where reading whole records in hash order would not.
+    /// (one pass, in order, each row's bins copied whole), the rows are
+    /// ordered by hash (a bucket pass on the hash's top bits, then each
+    /// bucket's few sorted), then the bins are gathered in that order a
+    /// block of rows at a time and cut into columns: the block stays in
+    /// cache while each feature's column takes its share.
     pub(crate) fn from_records(pieces: &[&[u8]], layout: RecordLayout, n_bins: &[usize]) -> Result<SmallNodeRows> {
         debug_assert_eq!(n_bins.len(), layout.n_features);
         // At most this many records (none has a weight).
@@ -172,6 +184,7 @@ impl SmallNodeRows {
         if most > u32::MAX as usize {
             return Err(ArborError::Data(format!("a small node of {most} records: more than a node can hold")));
         }
+        let width = layout.bins_size();
         let mut hashes = Vec::with_capacity(most);
         let mut arrived = SmallNodeRows {
             counts: Vec::with_capacity(most),
@@ -179,56 +192,123 @@ impl SmallNodeRows {
             labels: Vec::with_capacity(most),
             columns: Vec::new(),
         };
-        let last: Vec<u16> = n_bins.iter().map(|&b| b.saturating_sub(1) as u16).collect();
-        // Each feature's bins as they arrived, unclamped (rows of one hash are ordered by them).
-        let mut raw_bins: Vec<Vec<u16>> = (0..layout.n_features).map(|_| Vec::with_capacity(most)).collect();
+        // Each row's bins as they arrived, unclamped (rows of one hash are ordered by them).
+        let mut raw_bins: Vec<u8> = Vec::with_capacity(most * width);
         layout.split(pieces, |hash, record| {
             let record = layout.read(record);
             hashes.push(hash);
             arrived.counts.push(record.count);
             arrived.weights.push(record.weight);
             arrived.labels.push(record.label);
-            raw_bins.iter_mut().enumerate().for_each(|(f, column)| column.push(layout.bin(record.bins, f)));
+            raw_bins.extend_from_slice(record.bins);
         })?;
         let n = hashes.len();
         let mut order: Vec<(u64, u32)> = hashes.into_iter().zip(0..n as u32).collect();
-        order.sort_unstable();
+        sort_by_hash(&mut order);
+        let row_bins = |r: u32| &raw_bins[r as usize * width..(r as usize + 1) * width];
         // Rows of one hash (copies of one row, or rarely a collision), by the
         // rest of their content: label, weight, multiplicity, then bins.
         for run in order.chunk_by_mut(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
-            let (rows, bins) = (&arrived, &raw_bins);
+            let rows = &arrived;
             run.sort_unstable_by(|&(_, a), &(_, b)| {
-                let (a, b) = (a as usize, b as usize);
-                rows.labels[a]
-                    .total_cmp(&rows.labels[b])
-                    .then(rows.weights[a].total_cmp(&rows.weights[b]))
-                    .then(rows.counts[a].cmp(&rows.counts[b]))
+                let (ra, rb) = (a as usize, b as usize);
+                rows.labels[ra]
+                    .total_cmp(&rows.labels[rb])
+                    .then(rows.weights[ra].total_cmp(&rows.weights[rb]))
+                    .then(rows.counts[ra].cmp(&rows.counts[rb]))
                     .then_with(|| {
-                        bins.iter().map(|column| column[a].cmp(&column[b])).find(|o| o.is_ne()).unwrap_or(Equal)
+                        let (a, b) = (row_bins(a), row_bins(b));
+                        (0..layout.n_features)
+                            .map(|f| layout.bin(a, f).cmp(&layout.bin(b, f)))
+                            .find(|o| o.is_ne())
+                            .unwrap_or(Equal)
                     })
             });
         }
-        let order: Vec<usize> = order.into_iter().map(|(_, r)| r as usize).collect();
-        let columns = raw_bins
+        let last: Vec<u16> = n_bins.iter().map(|&b| b.saturating_sub(1) as u16).collect();
+        let mut columns: Vec<BinColumn> = n_bins
             .iter()
-            .zip(n_bins.iter().zip(last))
-            .map(|(raw, (&n_bins, last))| match n_bins <= 256 {
-                true => BinColumn::U8(order.iter().map(|&r| raw[r].min(last) as u8).collect()),
-                false => BinColumn::U16(order.iter().map(|&r| raw[r].min(last)).collect()),
+            .map(|&b| match b <= 256 {
+                true => BinColumn::U8(Vec::with_capacity(n)),
+                false => BinColumn::U16(Vec::with_capacity(n)),
             })
             .collect();
+        let mut block = Vec::with_capacity(GATHER_ROWS * width);
+        for rows in order.chunks(GATHER_ROWS) {
+            block.clear();
+            rows.iter().for_each(|&(_, r)| block.extend_from_slice(row_bins(r)));
+            for (f, (column, &last)) in columns.iter_mut().zip(&last).enumerate() {
+                let bins = block.chunks_exact(width).map(|bins| layout.bin(bins, f).min(last));
+                match column {
+                    BinColumn::U8(column) => column.extend(bins.map(|b| b as u8)),
+                    BinColumn::U16(column) => column.extend(bins),
+                }
+            }
+        }
         Ok(SmallNodeRows {
-            counts: order.iter().map(|&r| arrived.counts[r]).collect(),
-            weights: order.iter().map(|&r| arrived.weights[r]).collect(),
-            labels: order.iter().map(|&r| arrived.labels[r]).collect(),
+            counts: order.iter().map(|&(_, r)| arrived.counts[r as usize]).collect(),
+            weights: order.iter().map(|&(_, r)| arrived.weights[r as usize]).collect(),
+            labels: order.iter().map(|&(_, r)| arrived.labels[r as usize]).collect(),
             columns,
         })
     }
 }
 
+/// Rows a gather of bins takes at a time (their bins, 20 to 40 bytes a
+/// row, stay in the first cache levels while every column is cut).
+const GATHER_ROWS: usize = 1024;
+
+/// Sorts `keys` by hash (then row), as `sort_unstable` would: content hashes
+/// are spread evenly, so one counting pass on their top bits leaves buckets
+/// of a few keys each, which are sorted in place. Small inputs sort directly.
+fn sort_by_hash(keys: &mut Vec<(u64, u32)>) {
+    const DIRECT: usize = 4096;
+    if keys.len() < DIRECT {
+        keys.sort_unstable();
+        return;
+    }
+    // About 8 keys a bucket, at most 2^16 buckets.
+    let bits = (usize::BITS - (keys.len() / 8).leading_zeros()).min(16);
+    let bucket = |k: &(u64, u32)| (k.0 >> (64 - bits)) as usize;
+    let mut starts = vec![0usize; (1 << bits) + 1];
+    keys.iter().for_each(|k| starts[bucket(k) + 1] += 1);
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut sorted = vec![(0u64, 0u32); keys.len()];
+    let mut next = starts.clone();
+    for k in keys.iter() {
+        let b = bucket(k);
+        sorted[next[b]] = *k;
+        next[b] += 1;
+    }
+    starts.windows(2).for_each(|w| sorted[w[0]..w[1]].sort_unstable());
+    *keys = sorted;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bucket pass orders keys as a full sort does: hashes spread
+    /// evenly, hashes of few distinct values (one bucket takes them all),
+    /// and sizes either side of the direct sort's limit.
+    #[test]
+    fn keys_sort_by_hash_as_a_full_sort_does() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state ^ (state >> 29)
+        };
+        for (n, distinct) in [(4_095, u64::MAX), (4_096, u64::MAX), (100_003, u64::MAX), (50_000, 7), (20_000, 1 << 40)]
+        {
+            let keys: Vec<(u64, u32)> = (0..n as u32).map(|r| (next() % distinct, r)).collect();
+            let (mut want, mut got) = (keys.clone(), keys);
+            want.sort_unstable();
+            sort_by_hash(&mut got);
+            assert_eq!(got, want, "{n} keys of {distinct} hash values");
+        }
+    }
 
     proptest::proptest! {
         /// A record carries what the finishing grower reads, exactly, in
@@ -258,6 +338,11 @@ mod tests {
                 let label = if classes { f64::from(class) } else { value };
                 let bins: Vec<u16> = bins.iter().map(|&b| if wide_bins { b } else { b % 256 }).collect();
                 layout.write(&mut records, count, hash, label, weight, &bins);
+                // A record written for one multiplicity and set to another is the record of the other.
+                let mut other = Vec::new();
+                layout.write(&mut other, MAX_DRAWS + 1 - count, hash, label, weight, &bins);
+                RecordLayout::set_count(&mut other, count);
+                proptest::prop_assert_eq!(&other[..], &records[records.len() - other.len()..]);
                 let clamped: Vec<u16> = bins.iter().zip(n_bins).map(|(&b, n)| b.min(n as u16 - 1)).collect();
                 want.push((hash, label, weight, count, bins, clamped));
             }
