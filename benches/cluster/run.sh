@@ -3,7 +3,8 @@
 # table (5M rows x 20 features in 8 Parquet files by default) in one process,
 # then on clusters of one and two executors of one task slot each
 # (ARBOR_BENCH_EXECUTORS="1 2 4" adds four), and reports wall time, the
-# bytes executors wrote for shuffles, and each executor's peak memory.
+# bytes executors wrote for shuffles, each executor's peak memory and the
+# most its shard store held.
 #
 #   benches/cluster/run.sh [DATA_DIR] [ROWS]
 #
@@ -75,6 +76,12 @@ cluster() { # RUN EXECUTORS
     local shuffled; shuffled=$(cat "$peak")
     printf '%-12s shuffle files (peak on disk) %s MB; executor peak RSS:' "$run" $((shuffled / 1000000))
     for pid in "${pids[@]:1}"; do printf ' %s MB' $(( $(awk '/VmHWM/ {print $2}' "/proc/$pid/status") / 1024 )); done
+    # Each executor logs its shard store's peak bytes as it keeps a shard.
+    printf '; shard store peak:'
+    for i in $(seq 1 "$n"); do
+        held=$(grep -o 'peak [0-9]* bytes' "$data/$run-executor-$i.log" | tail -1 | cut -d' ' -f2) || true
+        printf ' %s MB' $(( ${held:-0} / 1000000 ))
+    done
     echo
     kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
 }

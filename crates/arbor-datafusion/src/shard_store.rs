@@ -49,6 +49,7 @@ pub struct ShardStore {
     misses: AtomicU64,
     evictions: AtomicU64,
     largest: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 /// What a store has done, for logs and tests.
@@ -66,6 +67,8 @@ pub struct ShardStats {
     pub bytes: usize,
     /// The bytes of the largest shard offered to the store (kept or not).
     pub largest: usize,
+    /// The most bytes the store has held at once.
+    pub peak: usize,
 }
 
 /// The process's shard store.
@@ -90,6 +93,7 @@ impl ShardStore {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             largest: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
         }
     }
 
@@ -146,6 +150,14 @@ impl ShardStore {
         kept.remove(&key);
         self.make_room(&mut kept, bytes);
         kept.insert(key, Kept { shard, bytes, used: Instant::now() });
+        let held: usize = kept.values().map(|k| k.bytes).sum();
+        let peak = self.peak.fetch_max(held, Ordering::Relaxed).max(held);
+        // What an executor's log tells of its memory (the cluster benchmark reads the peak).
+        tracing::info!(
+            "shard store: {} shards, {held} bytes held, peak {peak} bytes, budget {} bytes",
+            kept.len(),
+            self.budget()
+        );
         true
     }
 
@@ -169,6 +181,7 @@ impl ShardStore {
             shards: kept.len(),
             bytes: kept.values().map(|k| k.bytes).sum(),
             largest: self.largest.load(Ordering::Relaxed),
+            peak: self.peak.load(Ordering::Relaxed),
         }
     }
 
@@ -230,7 +243,8 @@ mod tests {
 
     /// The budget holds: the least recently used shard goes for a new
     /// one, a shard larger than the budget is not kept, a budget of 0
-    /// keeps nothing, and a training's release drops its shards only.
+    /// keeps nothing, and a training's release drops its shards only; the
+    /// peak is the most bytes held at once.
     #[test]
     fn the_budget_evicts_the_least_recently_used_and_keeps_nothing_larger() {
         let (small, large) = (shard(1_000), shard(20_000));
@@ -248,6 +262,7 @@ mod tests {
         let stats = store.stats();
         assert_eq!((stats.shards, stats.bytes, stats.evictions), (2, 2 * s, 1));
         assert_eq!((stats.hits, stats.misses, stats.largest), (4, 1, l));
+        assert_eq!(stats.peak, 2 * s, "never more than two small shards at once");
         store.insert(key(2, 1), small.clone());
         store.release(1);
         assert_eq!(store.stats().shards, 1, "training 2's shard stays");
