@@ -56,6 +56,16 @@ impl Lane for i64 {
     }
 }
 
+impl Lane for u32 {
+    /// Whole counts, not fixed point: a forest's unweighted class counts
+    /// (bootstrap multiplicities) sum as plain integers, a quarter of the
+    /// bytes of 128-bit lanes, and [`ExactHistograms::widen_counts`] scales
+    /// them to fixed point, exactly, before they leave a piece.
+    fn fixed(x: f64) -> u32 {
+        x as u32
+    }
+}
+
 /// Whether lanes whose values' magnitudes total at most `totals` (before
 /// the 2^40 scaling) sum exactly in 64 bits: every partial sum is then
 /// below 2^62, a margin for the rounding of the totals themselves.
@@ -180,6 +190,20 @@ impl<T: Lane> ExactHistograms<T> {
     pub(crate) fn widen(self) -> ExactHistograms {
         let ExactHistograms { offsets, nodes, lanes, sums } = self;
         ExactHistograms { offsets, nodes, lanes, sums: sums.into_iter().map(Into::into).collect() }
+    }
+}
+
+impl ExactHistograms<u32> {
+    /// Whole counts as the fixed-point sums they stand for (each times
+    /// 2^40): the bits 128-bit lanes would have summed the counts to.
+    pub(crate) fn widen_counts(self) -> ExactHistograms {
+        let ExactHistograms { offsets, nodes, lanes, sums } = self;
+        ExactHistograms {
+            offsets,
+            nodes,
+            lanes,
+            sums: sums.into_iter().map(|c| i128::from(c) << FRACTION_BITS).collect(),
+        }
     }
 }
 

@@ -48,7 +48,7 @@ use crate::model::Model;
 use crate::train::distributed::node_key::NodeKey;
 use crate::train::distributed::node_records::{NodeRecords, RecordLayout, SmallNodeRows, MAX_DRAWS};
 use crate::train::distributed::shard::LevelShard;
-use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms};
+use crate::train::exact_histograms::{exact_sums_fit, fixed, float, ExactHistograms, Lane};
 use crate::train::forest::{forest_criterion, forest_settings};
 use crate::train::grower::drawn_search::{DrawnSearch, DrawnSplit, Searched};
 use crate::train::grower::{
@@ -420,9 +420,47 @@ impl LevelForest {
 
     /// [`LevelForest::sums`] over a prepared piece.
     pub(crate) fn shard_sums(&self, shard: &LevelShard) -> Result<LevelForestSums> {
+        let n_classes = self.n_classes;
+        // Unweighted class counts are whole bootstrap multiplicities: they
+        // sum in 32-bit lanes (a piece's total stays below 2^32) and are
+        // scaled to fixed point after, the same bits as 128-bit lanes.
+        let whole = self.task == Task::Classification
+            && shard.weights.is_none()
+            && shard.n_rows() as u64 * u64::from(MAX_DRAWS) <= u64::from(u32::MAX);
+        let histograms = match whole {
+            true => self
+                .sum_rows::<u32>(shard, |count, _, y, sums| {
+                    sums[y as usize] = count;
+                    sums[n_classes] = count;
+                })
+                .widen_counts(),
+            false => self.sum_rows::<i128>(shard, |count, w, y, sums| {
+                let c = f64::from(count);
+                match self.task {
+                    Task::Regression => {
+                        sums.copy_from_slice(&[fixed(c), fixed(c * w), fixed(c * w * y), fixed(c * w * y * y)])
+                    }
+                    Task::Classification => {
+                        sums[y as usize] = fixed(c * w);
+                        sums[n_classes] = fixed(c);
+                    }
+                }
+            }),
+        };
+        Ok(LevelForestSums { histograms })
+    }
+
+    /// Every row of `shard` drawn into each tree's bootstrap as its hash
+    /// says, walked to its open node and, if the node is large, added to
+    /// its histograms over the node's drawn features: `lanes(count, weight,
+    /// label, sums)` writes a row's sums (the other lanes are zero).
+    fn sum_rows<T: Lane>(
+        &self,
+        shard: &LevelShard,
+        lanes: impl Fn(u32, f64, f64, &mut [T]) + Sync,
+    ) -> ExactHistograms<T> {
         let draws = self.bootstrap_draws();
         let n = shard.n_rows();
-        let regression = self.task == Task::Regression;
         let (slots, large) = self.slots();
         // Each slot's drawn features, in slot order.
         let mut summed: Vec<Vec<u16>> = Vec::with_capacity(large);
@@ -432,16 +470,15 @@ impl LevelForest {
             }
         }
         let bins_per_feature: Vec<usize> = self.features.iter().map(|f| f.mapper.n_bins()).collect();
-        let (lanes, n_features, n_classes) = (self.lanes(), self.features.len(), self.n_classes);
-        let empty = || ExactHistograms::with_lanes(&bins_per_feature, large, lanes);
+        let (width, n_features) = (self.lanes(), self.features.len());
+        let empty = || ExactHistograms::<T>::with_lanes(&bins_per_feature, large, width);
         let rows: Vec<u32> = (0..n as u32).collect();
         // One run of rows per thread: each holds a copy of the level's histograms.
         let run = n.div_ceil(rayon::current_num_threads().max(1)).max(CHUNK_ROWS);
-        let histograms = rows
-            .par_chunks(run)
+        rows.par_chunks(run)
             .fold(empty, |mut histograms, chunk| {
                 let mut bins = vec![0u16; n_features];
-                let mut sums = vec![0i128; lanes];
+                let mut sums = vec![T::default(); width];
                 for &r in chunk {
                     let r = r as usize;
                     let mut binned = false;
@@ -453,14 +490,8 @@ impl LevelForest {
                             shard.row_bins(r, &mut bins);
                             binned = true;
                         }
-                        let (c, w, y) = (f64::from(count), shard.weight(r), shard.label(r));
-                        sums.fill(0);
-                        if regression {
-                            sums.copy_from_slice(&[fixed(c), fixed(c * w), fixed(c * w * y), fixed(c * w * y * y)]);
-                        } else {
-                            sums[y as usize] = fixed(c * w);
-                            sums[n_classes] = fixed(c);
-                        }
+                        sums.fill(T::default());
+                        lanes(count, shard.weight(r), shard.label(r), &mut sums);
                         histograms.add_fixed_on(slot as usize, &bins, &sums, &summed[slot as usize]);
                     }
                 }
@@ -469,8 +500,7 @@ impl LevelForest {
             .reduce(empty, |mut a, b| {
                 a.merge(&b).expect("the histograms of one level have one shape");
                 a
-            });
-        Ok(LevelForestSums { histograms })
+            })
     }
 
     /// Splits every large open node by its merged histograms, or makes it
@@ -1145,6 +1175,33 @@ mod tests {
         let truth = batch.column_by_name("class").unwrap().as_any().downcast_ref::<Int64Array>().unwrap();
         let classes = model.score(batch).unwrap().class_index();
         classes.iter().zip(truth.values()).filter(|(&c, &t)| c as i64 == t).count() as f64 / truth.len() as f64
+    }
+
+    /// Unweighted class counts summed as whole numbers in 32-bit lanes,
+    /// then scaled, are the bits 128-bit fixed-point lanes sum them to.
+    #[test]
+    fn whole_counts_are_the_fixed_point_sums() {
+        let trainer = trainer("n_trees=4 seed=5", "class");
+        let params = trainer.params().check().unwrap();
+        let data = trainer.training_data(vec![table(12_000, 0)]).unwrap();
+        let Message::Grow(state) = Message::start(&params, LevelSummary::of(&data)).unwrap() else { panic!("grows") };
+        let LevelState::Forest(forest) = *state else { panic!("a forest") };
+        let shard = forest.shard(&data).unwrap();
+        let k = forest.n_classes;
+        let whole = forest.sum_rows::<u32>(&shard, |c, _, y, sums| {
+            sums[y as usize] = c;
+            sums[k] = c;
+        });
+        let wide = forest.sum_rows::<i128>(&shard, |c, _, y, sums| {
+            sums[y as usize] = fixed(f64::from(c));
+            sums[k] = fixed(f64::from(c));
+        });
+        let whole = whole.widen_counts();
+        assert_eq!(whole, wide);
+        // The first root holds its bootstrap: about as many draws as rows.
+        let first = usize::from(forest.drawn_features(0, 0, 1)[0]);
+        let drawn = float(whole.totals_on(0, first)[k]);
+        assert!((10_000.0..14_000.0).contains(&drawn), "{drawn} draws at the first root");
     }
 
     /// The model depends on the rows alone: one piece, or three of any

@@ -151,7 +151,8 @@ impl<'a, 't, R: Rng + Send> Grower<'a, 't, R> {
             } else if pair_split && floor > f64::NEG_INFINITY {
                 // Two records of whole class counts: every feature that tells
                 // them apart sends one each way, for the same gain to the
-                // bit; the first such split stands, the others count as tried.
+                // bit; the first such split stands (a finite floor is its
+                // merit), the others count as tried.
                 return Searched::Tried(None);
             } else if data.keys.is_some() || p.end - p.start < COMPACT_ROWS_PER_BIN * n_bins {
                 // Scan only the bins the rows occupy: integer class counts
