@@ -240,7 +240,7 @@ impl LevelForest {
         let features =
             fitted_features(summary.features, summary.categories, summary.samples, &fp.tree.quantize_params())?;
         let rows = summary.rows as f64;
-        let record = RecordLayout::of(task, &features).size(false) as f64;
+        let record = RecordLayout::of(task, n_classes, &features).size(false) as f64;
         let in_memory_rows = (rows * IN_MEMORY_SHARE).min(IN_MEMORY_MAX_BYTES / record).max(IN_MEMORY_MIN_ROWS);
         let drawn = rows * fp.tree.sample_fraction;
         let m = fp.features_per_node(features.len(), task)? as u32;
@@ -631,7 +631,7 @@ impl LevelForest {
 
     /// How this forest's records are laid out ([`RecordLayout`]).
     fn record_layout(&self) -> RecordLayout {
-        RecordLayout::of(self.task, &self.features)
+        RecordLayout::of(self.task, self.n_classes, &self.features)
     }
 
     /// [`LevelForest::node_records`] over a prepared piece.
@@ -666,7 +666,7 @@ impl LevelForest {
                 if !written {
                     shard.row_bins(r, &mut bins);
                     record.clear();
-                    layout.write(&mut record, count, shard.hashes[r], shard.label(r), shard.weight(r), &bins);
+                    layout.write(&mut record, count, shard.label(r), shard.weight(r), &bins);
                     written = true;
                 }
                 RecordLayout::set_count(&mut record, count);

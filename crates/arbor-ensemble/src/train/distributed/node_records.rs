@@ -5,6 +5,7 @@
 use std::cmp::Ordering::Equal;
 
 use arbor_quantize::BinColumn;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::model::feature::Feature;
 use crate::train::distributed::node_key::NodeKey;
@@ -19,16 +20,19 @@ pub(crate) const MAX_DRAWS: u32 = 16;
 /// the label: most trainings have no weights, and their records carry none.
 const WEIGHED: u8 = 0x80;
 
-/// How a forest's small-node records are laid out, from its task and its
-/// features' bins: a head byte (multiplicity and [`WEIGHED`]), the row's
-/// content hash (u64), its label (a u32 class index, or an f64 response),
-/// its weight when flagged (f64), then a bin per feature (u8, or u16 when
-/// a feature has more than 256 bins), all little-endian. Only what the
-/// finishing grower reads, as narrow as it is exact: the records are
-/// what a finishing job shuffles.
+/// How a forest's small-node records are laid out, from its task, its
+/// classes and its features' bins: a head byte (multiplicity and
+/// [`WEIGHED`]), the row's label (a class index in a byte, or in a u32
+/// past 256 classes; or an f64 response), its weight when flagged (f64),
+/// then a bin per feature (u8, or u16 when a feature has more than 256
+/// bins), all little-endian. Only what the finishing grower reads, as
+/// narrow as it is exact: the records are what a finishing job shuffles.
+/// No hash travels: the grower orders a node's rows by a hash of their
+/// records' bytes, which it takes itself.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecordLayout {
-    pub(crate) classes: bool,
+    /// Bytes of the label: 1 or 4 (class index), 8 (response).
+    pub(crate) label_bytes: usize,
     pub(crate) wide_bins: bool,
     pub(crate) n_features: usize,
 }
@@ -43,10 +47,16 @@ struct Record<'a> {
 }
 
 impl RecordLayout {
-    /// The layout of a forest's records for `task` over `features`.
-    pub(crate) fn of(task: Task, features: &[Feature]) -> RecordLayout {
+    /// The layout of a forest's records for `task` (of `n_classes`
+    /// classes) over `features`.
+    pub(crate) fn of(task: Task, n_classes: usize, features: &[Feature]) -> RecordLayout {
+        let label_bytes = match task {
+            Task::Classification if n_classes <= 256 => 1,
+            Task::Classification => 4,
+            Task::Regression => 8,
+        };
         RecordLayout {
-            classes: task == Task::Classification,
+            label_bytes,
             wide_bins: features.iter().any(|f| f.mapper.n_bins() > 256),
             n_features: features.len(),
         }
@@ -54,8 +64,7 @@ impl RecordLayout {
 
     /// Bytes of a record, with or without a weight.
     pub(crate) fn size(&self, weighed: bool) -> usize {
-        let label = if self.classes { 4 } else { 8 };
-        1 + 8 + label + if weighed { 8 } else { 0 } + self.bins_size()
+        1 + self.label_bytes + if weighed { 8 } else { 0 } + self.bins_size()
     }
 
     /// Bytes of a record's bins.
@@ -64,14 +73,14 @@ impl RecordLayout {
     }
 
     /// Appends one row's record to `out`.
-    pub(crate) fn write(&self, out: &mut Vec<u8>, count: u32, hash: u64, label: f64, weight: f64, bins: &[u16]) {
+    pub(crate) fn write(&self, out: &mut Vec<u8>, count: u32, label: f64, weight: f64, bins: &[u16]) {
         let weighed = weight.to_bits() != 1f64.to_bits();
         debug_assert!((1..=MAX_DRAWS).contains(&count));
         out.push(count as u8 | if weighed { WEIGHED } else { 0 });
-        out.extend(hash.to_le_bytes());
-        match self.classes {
-            true => out.extend((label as u32).to_le_bytes()),
-            false => out.extend(label.to_bits().to_le_bytes()),
+        match self.label_bytes {
+            1 => out.push(label as u8),
+            4 => out.extend((label as u32).to_le_bytes()),
+            _ => out.extend(label.to_bits().to_le_bytes()),
         }
         if weighed {
             out.extend(weight.to_bits().to_le_bytes());
@@ -88,9 +97,9 @@ impl RecordLayout {
         record[0] = count as u8 | record[0] & WEIGHED;
     }
 
-    /// Hands `each` the records `pieces` hold one after another, as its
-    /// hash and its bytes; a piece that ends inside a record is an error.
-    fn split(&self, pieces: &[&[u8]], mut each: impl FnMut(u64, &[u8])) -> Result<()> {
+    /// Hands `each` the records `pieces` hold one after another; a piece
+    /// that ends inside a record is an error.
+    fn split(&self, pieces: &[&[u8]], mut each: impl FnMut(&[u8])) -> Result<()> {
         for piece in pieces {
             let mut at = 0;
             while at < piece.len() {
@@ -101,7 +110,7 @@ impl RecordLayout {
                         piece.len()
                     )));
                 };
-                each(u64::from_le_bytes(record[1..9].try_into().expect("8 bytes")), record);
+                each(record);
                 at += record.len();
             }
         }
@@ -112,9 +121,10 @@ impl RecordLayout {
     fn read<'a>(&self, record: &'a [u8]) -> Record<'a> {
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
         let head = record[0];
-        let (label, rest) = match self.classes {
-            true => (f64::from(u32::from_le_bytes(record[9..13].try_into().expect("4 bytes"))), &record[13..]),
-            false => (f64::from_bits(word(&record[9..17])), &record[17..]),
+        let (label, rest) = match self.label_bytes {
+            1 => (f64::from(record[1]), &record[2..]),
+            4 => (f64::from(u32::from_le_bytes(record[1..5].try_into().expect("4 bytes"))), &record[5..]),
+            _ => (f64::from_bits(word(&record[1..9])), &record[9..]),
         };
         let (weight, bins) = match head & WEIGHED != 0 {
             true => (f64::from_bits(word(&rest[..8])), &rest[8..]),
@@ -150,7 +160,7 @@ impl NodeRecords {
 }
 
 /// The rows of one small open node, binned, in an order of their content
-/// alone (hash first), whatever the order their records came in: the
+/// alone (a hash of it first), whatever the order their records came in: the
 /// subtree grown from them is then the same from any pieces.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct SmallNodeRows {
@@ -194,9 +204,10 @@ impl SmallNodeRows {
         };
         // Each row's bins as they arrived, unclamped (rows of one hash are ordered by them).
         let mut raw_bins: Vec<u8> = Vec::with_capacity(most * width);
-        layout.split(pieces, |hash, record| {
+        layout.split(pieces, |record| {
+            // The hash of the row's content: its record but the multiplicity.
+            hashes.push(xxh3_64(&record[1..]));
             let record = layout.read(record);
-            hashes.push(hash);
             arrived.counts.push(record.count);
             arrived.weights.push(record.weight);
             arrived.labels.push(record.label);
@@ -314,35 +325,39 @@ mod tests {
         /// A record carries what the finishing grower reads, exactly, in
         /// each of its layouts: a class index or a response, one-byte or
         /// two-byte bins, a weight only when it is not 1. The rows come
-        /// back in the order of their content (hash, label, weight,
-        /// multiplicity, bins), whatever pieces and order the records
-        /// came in; a record cut short is an error.
+        /// back in the order of their content (a hash of the record but
+        /// its multiplicity, then label, weight, multiplicity, bins),
+        /// whatever pieces and order the records came in; a record cut
+        /// short is an error.
         #[test]
         fn records_read_back_in_content_order(
-            classes: bool,
+            label_bytes in proptest::sample::select(vec![1usize, 4, 8]),
             wide_bins: bool,
             rows in proptest::collection::vec(
                 (1..=MAX_DRAWS,
-                 proptest::prop_oneof![0u64..3, proptest::num::u64::ANY],
-                 0u32..3, proptest::num::f64::NORMAL,
+                 0u32..300,
+                 proptest::prop_oneof![proptest::strategy::Just(0.5), proptest::num::f64::NORMAL],
                  proptest::prop_oneof![proptest::strategy::Just(1.0), 0.0..50.0f64],
-                 proptest::collection::vec(0u16..1024, 3)),
+                 proptest::collection::vec(proptest::prop_oneof![0u16..2, 0u16..1024], 3)),
                 0..40),
             cut in 0usize..40,
         ) {
-            let layout = RecordLayout { classes, wide_bins, n_features: 3 };
+            let layout = RecordLayout { label_bytes, wide_bins, n_features: 3 };
+            let classes = label_bytes < 8;
             let n_bins = [if wide_bins { 1024 } else { 256 }, 256, 3];
             let mut records = Vec::new();
             let mut want = Vec::new();
-            for (count, hash, class, value, weight, bins) in rows {
+            for (count, class, value, weight, bins) in rows {
+                let class = if label_bytes == 1 { class % 3 } else { class };
                 let label = if classes { f64::from(class) } else { value };
                 let bins: Vec<u16> = bins.iter().map(|&b| if wide_bins { b } else { b % 256 }).collect();
-                layout.write(&mut records, count, hash, label, weight, &bins);
+                layout.write(&mut records, count, label, weight, &bins);
                 // A record written for one multiplicity and set to another is the record of the other.
                 let mut other = Vec::new();
-                layout.write(&mut other, MAX_DRAWS + 1 - count, hash, label, weight, &bins);
+                layout.write(&mut other, MAX_DRAWS + 1 - count, label, weight, &bins);
                 RecordLayout::set_count(&mut other, count);
                 proptest::prop_assert_eq!(&other[..], &records[records.len() - other.len()..]);
+                let hash = xxh3_64(&other[1..]);
                 let clamped: Vec<u16> = bins.iter().zip(n_bins).map(|(&b, n)| b.min(n as u16 - 1)).collect();
                 want.push((hash, label, weight, count, bins, clamped));
             }
@@ -366,7 +381,7 @@ mod tests {
             proptest::prop_assert_eq!(&SmallNodeRows::from_records(&[&records], layout, &n_bins).unwrap(), &want);
             // The same records in two pieces, the later first.
             let mut starts = Vec::new();
-            layout.split(&[&records], |_, r| starts.push(r.as_ptr() as usize - records.as_ptr() as usize)).unwrap();
+            layout.split(&[&records], |r| starts.push(r.as_ptr() as usize - records.as_ptr() as usize)).unwrap();
             let at = starts.get(cut).copied().unwrap_or(records.len());
             let (head, tail) = records.split_at(at);
             proptest::prop_assert_eq!(&SmallNodeRows::from_records(&[tail, head], layout, &n_bins).unwrap(), &want);
