@@ -135,6 +135,7 @@ impl ShardStore {
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
         self.make_room(&mut kept, 0);
+        self.note_held(&kept);
     }
 
     /// Keeps `shard` under `key`, dropping the least recently used shards
@@ -150,15 +151,23 @@ impl ShardStore {
         kept.remove(&key);
         self.make_room(&mut kept, bytes);
         kept.insert(key, Kept { shard, bytes, used: Instant::now() });
-        let held: usize = kept.values().map(|k| k.bytes).sum();
-        let peak = self.peak.fetch_max(held, Ordering::Relaxed).max(held);
-        // What an executor's log tells of its memory (the cluster benchmark reads the peak).
-        tracing::info!(
-            "shard store: {} shards, {held} bytes held, peak {peak} bytes, budget {} bytes",
-            kept.len(),
-            self.budget()
-        );
+        self.note_held(&kept);
         true
+    }
+
+    /// Raises the peak to the bytes `kept` holds now, and logs a new peak:
+    /// what an executor's log tells of its shards' memory (the cluster
+    /// benchmark reads the last such line). Shards grow after they are
+    /// kept (boosting's scores and gradients), so a resize counts too.
+    fn note_held(&self, kept: &HashMap<ShardKey, Kept>) {
+        let held: usize = kept.values().map(|k| k.bytes).sum();
+        if held > self.peak.fetch_max(held, Ordering::Relaxed) {
+            tracing::info!(
+                "shard store: {} shards, {held} bytes held, peak {held} bytes, budget {} bytes",
+                kept.len(),
+                self.budget()
+            );
+        }
     }
 
     /// Drops every shard of training `training` (its training ended).
