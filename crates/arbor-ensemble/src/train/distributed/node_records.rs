@@ -195,7 +195,8 @@ impl SmallNodeRows {
             return Err(ArborError::Data(format!("a small node of {most} records: more than a node can hold")));
         }
         let width = layout.bins_size();
-        let mut hashes = Vec::with_capacity(most);
+        // Each row's content hash (its record but the multiplicity) and its place as it arrived.
+        let mut order: Vec<(u64, u32)> = Vec::with_capacity(most);
         let mut arrived = SmallNodeRows {
             counts: Vec::with_capacity(most),
             weights: Vec::with_capacity(most),
@@ -205,16 +206,14 @@ impl SmallNodeRows {
         // Each row's bins as they arrived, unclamped (rows of one hash are ordered by them).
         let mut raw_bins: Vec<u8> = Vec::with_capacity(most * width);
         layout.split(pieces, |record| {
-            // The hash of the row's content: its record but the multiplicity.
-            hashes.push(xxh3_64(&record[1..]));
+            order.push((xxh3_64(&record[1..]), order.len() as u32));
             let record = layout.read(record);
             arrived.counts.push(record.count);
             arrived.weights.push(record.weight);
             arrived.labels.push(record.label);
             raw_bins.extend_from_slice(record.bins);
         })?;
-        let n = hashes.len();
-        let mut order: Vec<(u64, u32)> = hashes.into_iter().zip(0..n as u32).collect();
+        let n = order.len();
         sort_by_hash(&mut order);
         let row_bins = |r: u32| &raw_bins[r as usize * width..(r as usize + 1) * width];
         // Rows of one hash (copies of one row, or rarely a collision), by the
