@@ -21,5 +21,5 @@ pub use arbor_ensemble::release_free_memory;
 pub use arbor_kernels as kernels;
 pub use arbor_quantize as quantize;
 pub use error::CliError;
-pub use malloc_thresholds::fix_malloc_thresholds;
+pub use malloc_thresholds::{fix_malloc_thresholds, MemoryUse};
 pub use memory_size::parse_size;

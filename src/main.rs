@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use arbor::commands::{self, ImportFormat, InspectFormat, OutputFormat, PredictArgs, SqlSession, TrainArgs};
-use arbor::CliError;
+use arbor::{CliError, MemoryUse};
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Decision forests on Apache Arrow: train and serve random forests from Parquet and SQL.
@@ -366,8 +366,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
-    arbor::fix_malloc_thresholds();
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A cluster executor runs task after task and keeps its freed buffers for the next.
+    let executor = matches!(&cli.command, Command::Cluster { role: ClusterRole::Executor { .. } });
+    arbor::fix_malloc_thresholds(if executor { MemoryUse::Executor } else { MemoryUse::OneJob });
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped reading (`| head`) is not a failure.
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
