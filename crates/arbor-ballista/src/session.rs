@@ -153,3 +153,22 @@ fn with_arbor(ctx: SessionContext) -> Result<SessionContext> {
         .build();
     Ok(SessionContext::new_with_state(state))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Level-wise training writes its shuffles uncompressed through the
+    /// setting Ballista's sessions list ([`arbor_datafusion::level_training::SHUFFLE_CODEC`]):
+    /// a renamed setting would leave them compressed without a word.
+    #[test]
+    fn ballista_sessions_have_the_shuffle_codec_training_turns_off() {
+        let config = session_config();
+        let entries = config.options().entries();
+        let codec = entries.iter().find(|entry| entry.key == arbor_datafusion::level_training::SHUFFLE_CODEC);
+        assert_eq!(codec.and_then(|entry| entry.value.as_deref()), Some("lz4"), "{:?}", codec);
+        let mut off = config.clone();
+        off.options_mut().set(arbor_datafusion::level_training::SHUFFLE_CODEC, "none").unwrap();
+        assert_eq!(off.ballista_config().shuffle_compression_codec().unwrap(), None);
+    }
+}
