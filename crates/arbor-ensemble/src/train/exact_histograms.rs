@@ -18,7 +18,14 @@ pub(crate) const FRACTION_BITS: i32 = 40;
 /// Boosting's sums per bin: the row count, the gradient, the hessian and
 /// the squared gradient (the last gives a node's noise, which prices subset
 /// splits of many categories).
-const GRADIENT_LANES: usize = 4;
+pub(crate) const GRADIENT_LANES: usize = 4;
+
+/// A boosting row's sums, in fixed point of width `T`: its count (1), its
+/// gradient, its hessian and its squared gradient.
+#[inline]
+pub(crate) fn gradient_lanes<T: Lane>(grad: f64, hess: f64) -> [T; GRADIENT_LANES] {
+    [T::fixed(1.0), T::fixed(grad), T::fixed(hess), T::fixed(grad * grad)]
+}
 
 /// Exact sums of every open node's rows, per feature and bin, in integers
 /// of type `T`: 128 bits hold any level's sums; a piece of the rows whose
@@ -140,24 +147,30 @@ impl<T: Lane> ExactHistograms<T> {
 
     /// Adds one row's gradient and hessian, in open node `node`, with bin
     /// `bins[f]` of each feature.
+    #[cfg(test)]
     pub(crate) fn add_row(&mut self, node: usize, bins: &[u16], grad: f64, hess: f64) {
-        self.add_fixed(node, bins, &[T::fixed(1.0), T::fixed(grad), T::fixed(hess), T::fixed(grad * grad)]);
+        self.add_lanes(node, bins, gradient_lanes(grad, hess));
     }
 
-    /// Adds one row's fixed-point sums (one per lane), in open node `node`,
-    /// with bin `bins[f]` of each feature.
-    pub(crate) fn add_fixed(&mut self, node: usize, bins: &[u16], lanes: &[T]) {
+    /// Adds one row's boosting sums ([`gradient_lanes`]), in open node
+    /// `node`, with bin `bins[f]` of each feature, the lane count known
+    /// when compiled, so that a bin's lanes add at once.
+    #[inline]
+    pub(crate) fn add_lanes(&mut self, node: usize, bins: &[u16], lanes: [T; GRADIENT_LANES]) {
+        debug_assert_eq!(self.lanes, GRADIENT_LANES);
         let base = node * self.total_bins();
-        let width = self.lanes;
         for (f, &bin) in bins.iter().enumerate() {
-            let at = (base + self.offsets[f] + usize::from(bin)) * width;
-            for (sum, &add) in self.sums[at..at + width].iter_mut().zip(lanes) {
+            let at = (base + self.offsets[f] + usize::from(bin)) * GRADIENT_LANES;
+            let sums: &mut [T; GRADIENT_LANES] =
+                (&mut self.sums[at..at + GRADIENT_LANES]).try_into().expect("a bin holds GRADIENT_LANES sums");
+            for (sum, add) in sums.iter_mut().zip(lanes) {
                 *sum += add;
             }
         }
     }
 
-    /// [`ExactHistograms::add_fixed`] on features `features` only (the
+    /// Adds one row's fixed-point sums (one per lane), in open node `node`,
+    /// with bin `bins[f]` of each of features `features` only (the
     /// others' bins of this node stay as they are).
     pub(crate) fn add_fixed_on(&mut self, node: usize, bins: &[u16], lanes: &[T], features: &[u16]) {
         let base = node * self.total_bins();
@@ -283,14 +296,22 @@ impl ExactHistograms {
         ((g2 - g * g / n) / h).max(0.0)
     }
 
-    /// The sums as little-endian bytes, for an aggregate's state.
+    /// The sums as little-endian bytes, for an aggregate's state: each sum
+    /// in 8 bytes when every one fits in 64 bits (a level's sums nearly
+    /// always do: half the bytes to write, send and read), else in 16.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(24 + 8 * self.offsets.len() + 16 * self.sums.len());
+        let narrow = self.sums.iter().all(|&s| i64::try_from(s).is_ok());
+        let width = if narrow { 8 } else { 16 };
+        let mut out = Vec::with_capacity(32 + 8 * self.offsets.len() + width * self.sums.len());
         out.extend_from_slice(&(self.nodes as u64).to_le_bytes());
         out.extend_from_slice(&(self.lanes as u64).to_le_bytes());
         out.extend_from_slice(&(self.offsets.len() as u64).to_le_bytes());
         self.offsets.iter().for_each(|&o| out.extend_from_slice(&(o as u64).to_le_bytes()));
-        self.sums.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
+        out.extend_from_slice(&(width as u64).to_le_bytes());
+        match narrow {
+            true => self.sums.iter().for_each(|&s| out.extend_from_slice(&(s as i64).to_le_bytes())),
+            false => self.sums.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
+        }
         out
     }
 
@@ -312,13 +333,20 @@ impl ExactHistograms {
         if offsets.len() != n_offsets || offsets[0] != 0 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(corrupt("bin offsets"));
         }
-        let header = 8 * (3 + n_offsets);
+        let width = words.next().ok_or_else(|| corrupt("no width"))? as usize;
+        if width != 8 && width != 16 {
+            return Err(corrupt("a sum's width is neither 8 nor 16 bytes"));
+        }
+        let header = 8 * (4 + n_offsets);
         let expected = nodes.checked_mul(*offsets.last().expect("not empty")).and_then(|n| n.checked_mul(lanes));
         let body = &bytes[header.min(bytes.len())..];
-        if expected.and_then(|n| n.checked_mul(16)) != Some(body.len()) {
+        if expected.and_then(|n| n.checked_mul(width)) != Some(body.len()) {
             return Err(corrupt("the sums do not fill the shape"));
         }
-        let sums = body.chunks_exact(16).map(|s| i128::from_le_bytes(s.try_into().expect("16 bytes"))).collect();
+        let sums = match width {
+            8 => body.chunks_exact(8).map(|s| i128::from(i64::from_le_bytes(s.try_into().expect("8 bytes")))).collect(),
+            _ => body.chunks_exact(16).map(|s| i128::from_le_bytes(s.try_into().expect("16 bytes"))).collect(),
+        };
         Ok(ExactHistograms { offsets, nodes, lanes, sums })
     }
 }
@@ -444,5 +472,24 @@ mod tests {
         }
         let mut other = ExactHistograms::new(&[4, 4], 3);
         assert!(other.merge(&h).is_err());
+    }
+
+    /// Sums that fit in 64 bits travel in 8 bytes each, others in 16, and
+    /// both read back to the same bits; a width of neither is refused.
+    #[test]
+    fn sums_travel_in_8_bytes_where_they_fit() {
+        let small = histograms_of(&rows(100));
+        let mut large = small.clone();
+        large.sums[5] = i128::from(i64::MAX) + 1;
+        large.sums[6] = i128::from(i64::MIN) - 1;
+        let (narrow, wide) = (small.to_bytes(), large.to_bytes());
+        assert_eq!(wide.len() - narrow.len(), 8 * small.sums.len());
+        assert_eq!(ExactHistograms::from_bytes(&narrow).unwrap(), small);
+        assert_eq!(ExactHistograms::from_bytes(&wide).unwrap(), large);
+        let width_at = 8 * (3 + small.offsets.len());
+        let mut odd = narrow.clone();
+        odd[width_at] = 4;
+        let error = ExactHistograms::from_bytes(&odd).unwrap_err().to_string();
+        assert!(error.contains("width"), "{error}");
     }
 }

@@ -15,6 +15,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use arbor_kernels::dispatch::prefetch;
 use arbor_quantize::FeatureColumn;
 use rayon::prelude::*;
 
@@ -23,6 +24,7 @@ use crate::data::label::{LabelInfo, Target};
 use crate::data::summary::{global_labels, row_hashes};
 use crate::model::feature::Feature;
 use crate::model::tree::{Node, Tree};
+use crate::train::exact_histograms::GRADIENT_LANES;
 use crate::train::node_rows::NodeRows;
 use crate::train::walk_values::{add_tree_scores, stand_ins};
 use crate::{ArborError, Result};
@@ -57,15 +59,26 @@ struct Scores {
     raw: Vec<f64>,
 }
 
-/// Boosting's gradient and hessian of every row for each tree of a round
-/// (they change only when a round's trees are finished), and whether their
-/// magnitudes let a piece sum them in 64-bit integers.
+/// Boosting's derivatives of every row for each tree of a round (they
+/// change only when a round's trees are finished), as a level sums them.
 #[derive(Debug)]
-pub(crate) struct Derivatives {
-    /// Per growing tree: each row's gradient and hessian.
-    pub(crate) outputs: Vec<(Vec<f64>, Vec<f64>)>,
-    /// Whether 64-bit sums hold them exactly ([`super::exact_histograms::fits_in_64_bits`]).
-    pub(crate) narrow: bool,
+pub(crate) enum Derivatives {
+    /// Where 64-bit sums hold them exactly ([`crate::train::exact_histograms::fits_in_64_bits`]):
+    /// per growing tree, each row's lanes ([`crate::train::exact_histograms::gradient_lanes`]) in 64-bit
+    /// fixed point, converted once for every level of the round.
+    Narrow(Vec<Vec<[i64; GRADIENT_LANES]>>),
+    /// Per growing tree: each row's gradient and hessian, summed in 128-bit lanes.
+    Wide(Vec<(Vec<f64>, Vec<f64>)>),
+}
+
+impl Derivatives {
+    /// Bytes held on the heap.
+    fn heap_size(&self) -> usize {
+        match self {
+            Derivatives::Narrow(lanes) => lanes.iter().map(|l| l.capacity() * 8 * GRADIENT_LANES).sum(),
+            Derivatives::Wide(outputs) => outputs.iter().map(|(g, h)| (g.capacity() + h.capacity()) * 8).sum(),
+        }
+    }
 }
 
 /// Each growing tree's rows grouped by the node they wait in, for the
@@ -162,9 +175,7 @@ impl LevelShard {
         let scores = self.scores.lock().map_or(0, |s| s.as_ref().map_or(0, |s| s.raw.capacity() * 8));
         let grouped =
             self.grouped.lock().map_or(0, |g| g.as_ref().map_or(0, |g| g.trees.iter().map(NodeRows::heap_size).sum()));
-        let derivatives = self.derivatives.lock().map_or(0, |d| {
-            d.as_ref().map_or(0, |(_, d)| d.outputs.iter().map(|(g, h)| (g.capacity() + h.capacity()) * 8).sum())
-        });
+        let derivatives = self.derivatives.lock().map_or(0, |d| d.as_ref().map_or(0, |(_, d)| d.heap_size()));
         bins + labels
             + self.hashes.capacity() * 8
             + self.weights.as_ref().map_or(0, |w| w.capacity() * 8)
@@ -181,6 +192,18 @@ impl LevelShard {
         match &self.bins {
             RowBins::Narrow(b) => out.iter_mut().zip(&b[at..at + self.n_features]).for_each(|(o, &b)| *o = b.into()),
             RowBins::Wide(b) => out.copy_from_slice(&b[at..at + self.n_features]),
+        }
+    }
+
+    /// Asks the CPU to bring row `r`'s bins into cache ahead of
+    /// [`LevelShard::row_bins`]: a node's rows are scattered over the shard,
+    /// and waiting for each row's line took most of a level's pass.
+    #[inline]
+    pub(crate) fn prefetch_row(&self, r: usize) {
+        let at = r * self.n_features;
+        match &self.bins {
+            RowBins::Narrow(b) => prefetch(b, at),
+            RowBins::Wide(b) => prefetch(b, at),
         }
     }
 
