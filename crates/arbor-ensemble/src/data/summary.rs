@@ -368,8 +368,11 @@ pub(crate) fn fitted_features(
                 .ok_or_else(|| ArborError::Data(format!("feature '{name}': type {data_type} cannot be trained on")))?;
             let mapper = match categories {
                 Some(categories) => BinMapper::categorical(categories.into_iter().collect()),
+                // The bins count each distinct value, whatever the values' order: the sample is trimmed, not sorted.
                 None => {
-                    let values: Vec<f64> = smallest(sample).into_iter().map(|(_, x)| x).collect();
+                    let mut sample = sample;
+                    trim(&mut sample);
+                    let values: Vec<f64> = sample.into_iter().map(|(_, x)| x).collect();
                     BinMapper::fit(&FeatureColumn::Numeric(values.into()), quantize)
                 }
             };
