@@ -172,8 +172,7 @@ impl LevelSummary {
         }
         if samples {
             for (mine, theirs) in self.samples.iter_mut().zip(other.samples) {
-                mine.extend(theirs);
-                trim(mine);
+                add_sample(mine, theirs);
             }
         }
         for (class, weight) in other.class_weights {
@@ -246,6 +245,21 @@ fn trim(values: &mut Vec<(u64, f64)>) {
         values.select_nth_unstable_by(BIN_SAMPLE_ROWS, sample_order);
         values.truncate(BIN_SAMPLE_ROWS);
     }
+}
+
+/// Adds `theirs` to the sample `mine`, keeping the [`BIN_SAMPLE_ROWS`]
+/// that [`trim`] keeps of both. Once `mine` is full, only entries ordered
+/// before its largest can enter (an entry equal to it is the same row's
+/// value again): one pass picks them, and the selection runs over `mine`
+/// and those few, not over both samples (a cluster's final merge of the
+/// summaries took a third of a second, on one task).
+fn add_sample(mine: &mut Vec<(u64, f64)>, theirs: Vec<(u64, f64)>) {
+    let full = mine.len() >= BIN_SAMPLE_ROWS;
+    match mine.iter().max_by(|a, b| sample_order(a, b)).copied().filter(|_| full) {
+        Some(largest) => mine.extend(theirs.into_iter().filter(|entry| sample_order(entry, &largest).is_lt())),
+        None => mine.extend(theirs),
+    }
+    trim(mine);
 }
 
 /// A numeric column's values, with their rows' hashes, of the rows whose
@@ -480,5 +494,31 @@ mod tests {
         assert!(bounded.samples[2].is_empty(), "a categorical feature has categories, not a sample");
         // As it travels, the sample of a feature with missing values keeps its own rows.
         assert_eq!(LevelSummary::from_bytes(&bounded.to_bytes()).unwrap().samples, bounded.samples);
+    }
+
+    /// Samples added piece by piece, in any order, keep the entries the
+    /// smallest of all the pieces at once keeps, copies of one row's entry
+    /// (equal hashes and values) and equal hashes of other values included.
+    #[test]
+    fn samples_added_piece_by_piece_keep_the_smallest_of_all() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut piece = |n: usize| -> Vec<(u64, f64)> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Few distinct hashes and values: ties and copies everywhere.
+                    ((state >> 40) % 50_000, ((state >> 8) % 3) as f64)
+                })
+                .collect()
+        };
+        let pieces = [piece(BIN_SAMPLE_ROWS + 7), piece(BIN_SAMPLE_ROWS / 3), piece(2 * BIN_SAMPLE_ROWS), piece(11)];
+        let all = smallest(pieces.concat());
+        for order in [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2]] {
+            let mut merged = Vec::new();
+            order.iter().for_each(|&p| add_sample(&mut merged, pieces[p].clone()));
+            assert_eq!(smallest(merged), all, "order {order:?}");
+        }
     }
 }
