@@ -221,17 +221,17 @@ async fn whole_files(input: &LogicalPlan, session: &dyn Session) -> bool {
 /// On a Ballista session, the jobs' shuffle files are written uncompressed
 /// ([`SHUFFLE_CODEC`]).
 fn job_context(session: &dyn Session, whole_files: bool) -> Result<Arc<TaskContext>> {
-    let mut unknown = None;
+    let mut refused = None;
     let context = with_options(&session.task_ctx(), |options| {
         options.optimizer.max_passes = 0;
         if whole_files {
             options.optimizer.repartition_file_scans = false;
         }
         if options.entries().iter().any(|entry| entry.key == SHUFFLE_CODEC) {
-            unknown = options.set(SHUFFLE_CODEC, "none").err();
+            refused = options.set(SHUFFLE_CODEC, "none").err();
         }
     });
-    unknown.map_or(Ok(context), Err)
+    refused.map_or(Ok(context), Err)
 }
 
 /// Ballista's setting of the codec its shuffle files are written with
