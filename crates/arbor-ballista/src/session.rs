@@ -171,4 +171,17 @@ mod tests {
         off.options_mut().set(arbor_datafusion::level_training::SHUFFLE_CODEC, "none").unwrap();
         assert_eq!(off.ballista_config().shuffle_compression_codec().unwrap(), None);
     }
+
+    /// A job whose result Ballista's client could not fetch from a lost
+    /// executor is run again: arbor knows that error by Ballista's words for
+    /// it, which a Ballista upgrade must keep (or this test says so).
+    #[test]
+    fn a_result_lost_with_its_executor_is_known_by_its_words() {
+        let fetch =
+            ballista_core::error::BallistaError::FetchFailed("arbor-1".into(), 2, 0, "tcp connect error".into());
+        let lost = datafusion::error::DataFusionError::External(Box::new(fetch));
+        assert!(arbor_datafusion::lost_result(&lost), "{lost}");
+        let other = datafusion::error::DataFusionError::Execution("label 'y' holds NaN".into());
+        assert!(!arbor_datafusion::lost_result(&other));
+    }
 }

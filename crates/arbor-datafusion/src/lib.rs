@@ -82,6 +82,7 @@ pub use model_column::{model_bytes, model_type, ModelKind};
 pub use model_table::ModelTable;
 pub use predict_forest::{PredictForest, PredictOutput};
 pub use resident_shards::{LevelStepExec, ResidentShards};
+pub use session_jobs::{lost_result, LOST_RESULT};
 pub use shard_store::{shard_store, ShardKey, ShardStats, ShardStore};
 pub use small_node_records::{SmallNodeRecords, SMALL_NODE_RECORDS};
 pub use sql_reference::{function_docs, reference_markdown, DOC_SECTION};

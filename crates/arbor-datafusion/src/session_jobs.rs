@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arbor_ensemble::distributed::Backend;
 use arbor_ensemble::{Message, NodeKey};
-use arrow::array::{Array, AsArray};
+use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{DataType, UInt64Type};
 use datafusion::catalog::Session;
 use datafusion::common::{exec_err, DataFusionError, ScalarValue};
@@ -61,10 +61,43 @@ pub(crate) struct SessionJobs<'a> {
     pub context: Arc<TaskContext>,
 }
 
+/// How many times a job runs again when its result was lost with an executor.
+const LOST_RESULT_RETRIES: usize = 2;
+
+/// The words Ballista's client reports a result (or shuffle output) with
+/// that it could not fetch from the executor holding it.
+pub const LOST_RESULT: &str = "Shuffle fetch partition error from Executor";
+
+/// Whether `error` says a job's result could not be fetched from the
+/// executor that held it: the executor was lost after the job's last task
+/// ran there, and Ballista, which saw the job finish, does not run it
+/// again. The training runs it again ([`SessionJobs`]).
+pub fn lost_result(error: &DataFusionError) -> bool {
+    error.to_string().contains(LOST_RESULT)
+}
+
 impl SessionJobs<'_> {
     /// The call's label, feature and per-row columns: its arguments before the options.
     fn columns(&self) -> &[Expr] {
         self.args.split_last().map_or(&[], |(_, columns)| columns)
+    }
+
+    /// Plans and runs one job, again (at most [`LOST_RESULT_RETRIES`] times)
+    /// when its result could not be fetched from an executor lost since it
+    /// ran ([`lost_result`]): a job's result depends on its state and rows
+    /// alone, so running it again gives the same result.
+    async fn run(&self, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
+        let mut retries = 0;
+        loop {
+            let exec = self.planner.create_physical_plan(plan, self.session).await?;
+            match collect(exec, self.context.clone()).await {
+                Err(error) if retries < LOST_RESULT_RETRIES && lost_result(&error) => {
+                    retries += 1;
+                    tracing::warn!("{NAME}: a job's result was lost with its executor; running the job again: {error}");
+                }
+                result => return result,
+            }
+        }
     }
 
     /// Runs one `arbor_train_step` over the input from `state` (empty for the summary).
@@ -86,8 +119,7 @@ impl SessionJobs<'_> {
             None,
         ));
         let plan = LogicalPlan::Aggregate(Aggregate::try_new(self.input.clone(), vec![], vec![step])?);
-        let exec = self.planner.create_physical_plan(&plan, self.session).await?;
-        let batches = collect(exec, self.context.clone()).await?;
+        let batches = self.run(&plan).await?;
         let Some(bytes) = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
             let column = b.column(0).as_binary_opt::<i32>()?;
             column.is_valid(0).then(|| column.value(0).to_vec())
@@ -129,9 +161,8 @@ impl Backend for SessionJobs<'_> {
             .project([get_field(col(RECORDS), "key").alias("key"), get_field(col(RECORDS), "record").alias("record")])?
             .aggregate([col("key")], [finish])?
             .build()?;
-        let exec = self.planner.create_physical_plan(&plan, self.session).await?;
         let mut grown = Vec::new();
-        for batch in collect(exec, self.context.clone()).await? {
+        for batch in self.run(&plan).await? {
             let (Some(keys), Some(subtrees)) =
                 (batch.column(0).as_primitive_opt::<UInt64Type>(), batch.column(1).as_binary_opt::<i32>())
             else {
