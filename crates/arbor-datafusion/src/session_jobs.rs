@@ -71,7 +71,7 @@ pub const LOST_RESULT: &str = "Shuffle fetch partition error from Executor";
 /// Whether `error` says a job's result could not be fetched from the
 /// executor that held it: the executor was lost after the job's last task
 /// ran there, and Ballista, which saw the job finish, does not run it
-/// again. The training runs it again ([`SessionJobs`]).
+/// again. Level-wise training runs it again.
 pub fn lost_result(error: &DataFusionError) -> bool {
     error.to_string().contains(LOST_RESULT)
 }
