@@ -217,13 +217,14 @@ pub(crate) fn avx2() -> Option<pulp::x86::V3> {
     }
 }
 
-/// How many places ahead in a node's rows the histogram kernels prefetch a
-/// row's values: far enough to hide a miss to L3, near enough to stay cached.
-pub(crate) const PREFETCH_ROWS: usize = 16;
+/// How many places ahead in a node's rows the histogram kernels (and the
+/// level-wise boosting pass) prefetch a row's values: far enough to hide a
+/// miss to L3, near enough to stay cached.
+pub const PREFETCH_ROWS: usize = 16;
 
 /// The row `PREFETCH_ROWS` places after position `i` of `rows`, if any.
 #[inline(always)]
-pub(crate) fn row_ahead(rows: &[u32], i: usize) -> Option<usize> {
+pub fn row_ahead(rows: &[u32], i: usize) -> Option<usize> {
     rows.get(i + PREFETCH_ROWS).map(|&r| r as usize)
 }
 

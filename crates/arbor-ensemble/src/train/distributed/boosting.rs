@@ -17,7 +17,7 @@
 //! first. Bins are fitted on at most [`BIN_SAMPLE_ROWS`] values per
 //! feature; with fewer rows they are the single-node bins.
 
-use arbor_kernels::dispatch::prefetch;
+use arbor_kernels::dispatch::{prefetch, row_ahead};
 use arbor_kernels::{best_split, count_weight, occupied_bins, HistogramTarget, SplitCandidate, SplitConstraints};
 use arbor_quantize::BinMapper;
 use rayon::prelude::*;
@@ -44,10 +44,6 @@ use crate::{
 
 /// Rows per parallel work unit when a piece is scored and summed.
 const CHUNK_ROWS: usize = 16_384;
-
-/// How many places ahead in a node's rows a level's pass prefetches a row's
-/// bins and derivatives (XGBoost's histogram kernel looks 10 rows ahead).
-const PREFETCH_ROWS: usize = 16;
 
 /// A tree of the current round, growing.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -432,9 +428,9 @@ impl LevelBoosting {
                     let mut bins = vec![0u16; n_features];
                     for (i, &r) in rows.iter().enumerate() {
                         // A node's rows are scattered over the shard: ask for a later row's line before it is read.
-                        if let Some(&later) = rows.get(i + PREFETCH_ROWS) {
-                            shard.prefetch_row(later as usize);
-                            ahead(t, later as usize);
+                        if let Some(later) = row_ahead(rows, i) {
+                            shard.prefetch_row(later);
+                            ahead(t, later);
                         }
                         let r = r as usize;
                         shard.row_bins(r, &mut bins);
